@@ -1,0 +1,171 @@
+// Command tenant-operator runs inside a tenant cluster on the host network
+// and brings it from "just initialised" to working. main is wiring only.
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cozystack/tenant-operator/bundles"
+	"github.com/cozystack/tenant-operator/internal/apply"
+	"github.com/cozystack/tenant-operator/internal/helm"
+	"github.com/cozystack/tenant-operator/internal/readiness"
+	"github.com/cozystack/tenant-operator/internal/source"
+	"github.com/cozystack/tenant-operator/manifests"
+	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
+	"github.com/cozystack/tenant-operator/operator/bootstrap"
+	"github.com/cozystack/tenant-operator/operator/tenantbundle"
+)
+
+type options struct {
+	metricsAddr, probeAddr           string
+	leaderElect                      bool
+	leaderNamespace, leaderIdentity  string
+	lease, renewDeadline, retryEvery time.Duration
+	cacheDir                         string
+	crdTimeout                       time.Duration
+}
+
+func (o *options) bindFlags(fs *flag.FlagSet) {
+	// No port by default: on the host network a surge pod of a rollout
+	// would collide with the old one on any fixed port.
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "metrics address (e.g. 127.0.0.1:8080); 0 disables")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", "0", "health probe address; 0 disables")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "use a Lease so that only one instance acts")
+	fs.StringVar(&o.leaderNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease")
+	// The pod name as identity lets a restarted container of the same pod
+	// take its Lease back at once instead of waiting for it to expire.
+	fs.StringVar(&o.leaderIdentity, "leader-election-identity", os.Getenv("POD_NAME"), "identity in the Lease (default: pod name)")
+	// Renewals every 15s keep the idle API load at 4 writes a minute.
+	fs.DurationVar(&o.lease, "leader-election-lease-duration", 60*time.Second, "Lease duration")
+	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 45*time.Second, "Lease renew deadline")
+	fs.DurationVar(&o.retryEvery, "leader-election-retry-period", 15*time.Second, "Lease retry period")
+	fs.StringVar(&o.cacheDir, "cache-dir", "/var/cache/tenant-operator", "where pulled artifacts are kept, by digest")
+	fs.DurationVar(&o.crdTimeout, "crd-timeout", 2*time.Minute, "how long to wait for our CRDs to be established at start")
+}
+
+func main() {
+	var opts options
+	opts.bindFlags(flag.CommandLine)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	if opts.leaderElect && (opts.leaderNamespace == "" || opts.leaderIdentity == "") {
+		log.Error(nil, "leader election needs --leader-election-namespace and --leader-election-identity (or POD_NAMESPACE and POD_NAME)")
+		os.Exit(1)
+	}
+	if err := run(ctrl.SetupSignalHandler(), opts); err != nil {
+		log.Error(err, "exiting")
+		os.Exit(1)
+	}
+}
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(tenantv1.AddToScheme(s))
+	utilruntime.Must(cozyv1.AddToScheme(s))
+	return s
+}
+
+func run(ctx context.Context, opts options) error {
+	cfg := ctrl.GetConfigOrDie()
+	scheme := newScheme()
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	applier := apply.New(direct)
+	if err := installCRDs(ctx, applier, opts.crdTimeout); err != nil {
+		return err
+	}
+
+	helmManaged := labels.SelectorFromSet(labels.Set{helm.ManagedByLabel: "Helm"})
+	byObject := map[client.Object]cache.ByObject{}
+	for _, obj := range readiness.WorkloadTypes() {
+		byObject[obj] = cache.ByObject{Label: helmManaged}
+	}
+	mgrOpts := ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:        opts.probeAddr,
+		LeaderElection:                opts.leaderElect,
+		LeaseDuration:                 &opts.lease,
+		RenewDeadline:                 &opts.renewDeadline,
+		RetryPeriod:                   &opts.retryEvery,
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cache.Options{ByObject: byObject},
+		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+	}
+	if opts.leaderElect {
+		lock, err := newLock(cfg, opts)
+		if err != nil {
+			return err
+		}
+		mgrOpts.LeaderElectionResourceLockInterface = lock
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return err
+	}
+	helmClient, err := helm.New(cfg)
+	if err != nil {
+		return err
+	}
+	engine := bootstrap.NewEngine(helmClient, applier, &readiness.Checker{Reader: mgr.GetCache()}, bootstrap.NewDriftTracker())
+	if err := (&tenantbundle.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Bundles:   bundles.FS,
+		Puller:    &source.Puller{CacheDir: opts.cacheDir},
+		Engine:    engine,
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// installCRDs applies our CRDs and waits until they are established, so the
+// controllers that follow can watch them. It runs on every start, so the
+// CRDs always match the binary.
+func installCRDs(ctx context.Context, applier *apply.Engine, timeout time.Duration) error {
+	objs, err := apply.ReadManifests(manifests.CRDs, "crds/*.yaml")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err = applier.ApplyStaged(ctx, objs, timeout)
+	return err
+}
+
+func newLock(cfg *rest.Config, opts options) (resourcelock.Interface, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return resourcelock.New(resourcelock.LeasesResourceLock, opts.leaderNamespace, "tenant-operator.tenant.cozystack.io",
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: opts.leaderIdentity})
+}

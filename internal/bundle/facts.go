@@ -1,0 +1,110 @@
+package bundle
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/cozystack/tenant-operator/internal/values"
+)
+
+// Facts are the cluster facts a bundle can put into values. The set is
+// closed so a typo in a bundle is caught when it is loaded.
+type Facts map[string]any
+
+var knownFacts = map[string]bool{
+	"apiEndpoint": true, "apiHost": true, "apiPort": true,
+	"podCIDR": true, "serviceCIDR": true, "clusterDomain": true, "dnsServiceIP": true,
+	"kubeProxyReplacement": true,
+}
+
+// KnownFact reports whether name is a fact bundles may use.
+func KnownFact(name string) bool { return knownFacts[name] }
+
+// Bool reads a boolean fact; anything else is false.
+func (f Facts) Bool(name string) bool {
+	b, _ := f[name].(bool)
+	return b
+}
+
+// ClusterInput is what the TenantBundle says about the cluster.
+type ClusterInput struct {
+	APIEndpoint, PodCIDR, ServiceCIDR, ClusterDomain, DNSServiceIP string
+}
+
+// FieldError is an invalid input; Field is the path in the TenantBundle.
+type FieldError struct {
+	Field, Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// NewFacts validates the input and derives what is missing. The DNS IP
+// defaults to the tenth address of the service CIDR, as kubeadm and
+// Cozystack (10.95.0.10) do.
+func NewFacts(in ClusterInput, settings map[string]any) (Facts, error) {
+	if in.APIEndpoint == "" {
+		return nil, &FieldError{"spec.cluster.apiEndpoint", "is required: the API server as reachable from nodes before the CNI runs"}
+	}
+	host, portStr, err := net.SplitHostPort(in.APIEndpoint)
+	port, perr := strconv.Atoi(portStr)
+	if err != nil || perr != nil || host == "" || port < 1 || port > 65535 {
+		return nil, &FieldError{"spec.cluster.apiEndpoint", fmt.Sprintf("%q is not host:port", in.APIEndpoint)}
+	}
+	svc, err := netip.ParsePrefix(in.ServiceCIDR)
+	if err != nil {
+		return nil, &FieldError{"spec.cluster.serviceCIDR", fmt.Sprintf("%q is not a CIDR", in.ServiceCIDR)}
+	}
+	if _, err := netip.ParsePrefix(in.PodCIDR); err != nil {
+		return nil, &FieldError{"spec.cluster.podCIDR", fmt.Sprintf("%q is not a CIDR", in.PodCIDR)}
+	}
+	dns := in.DNSServiceIP
+	if dns == "" {
+		addr := svc.Masked().Addr()
+		for range 10 {
+			addr = addr.Next()
+		}
+		if !svc.Contains(addr) {
+			return nil, &FieldError{"spec.cluster.serviceCIDR", "too small to derive the DNS service IP"}
+		}
+		dns = addr.String()
+	} else if ip, err := netip.ParseAddr(dns); err != nil || !svc.Contains(ip) {
+		return nil, &FieldError{"spec.cluster.dnsServiceIP", fmt.Sprintf("%q is not an address inside %s", dns, in.ServiceCIDR)}
+	}
+	f := Facts{
+		"apiEndpoint": in.APIEndpoint, "apiHost": host, "apiPort": int64(port),
+		"podCIDR": in.PodCIDR, "serviceCIDR": in.ServiceCIDR,
+		"clusterDomain": strings.TrimSuffix(in.ClusterDomain, "."), "dnsServiceIP": dns,
+	}
+	for k, v := range settings {
+		if KnownFact(k) {
+			f[k] = v
+		}
+	}
+	return f, nil
+}
+
+// Values computes a component's values: static values, then facts at their
+// paths, then the override. The override is merged last and never
+// reverted, so a tenant admin's edit survives every reconcile.
+func Values(c Component, facts Facts, override map[string]any) map[string]any {
+	injected := map[string]any{}
+	for p, name := range c.Facts {
+		setPath(injected, strings.Split(p, "."), facts[name])
+	}
+	return values.Merge(values.Merge(c.Values, injected), override)
+}
+
+func setPath(m map[string]any, keys []string, v any) {
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	m[keys[len(keys)-1]] = v
+}

@@ -1,0 +1,36 @@
+package v1alpha1
+
+// Condition types a TenantBundle carries. Ready, Reconciling and Stalled are
+// the kstatus trio; the tier conditions say which part of the cluster is up.
+const (
+	ReadyCondition       = "Ready"
+	ReconcilingCondition = "Reconciling"
+	StalledCondition     = "Stalled"
+
+	// NetworkReadyCondition is True once every enabled component of the
+	// network tier (CNI, kube-proxy, CoreDNS) has its workloads Ready.
+	NetworkReadyCondition = "NetworkReady"
+	// SourceReadyCondition is True once the packages artifact is pulled and
+	// verified.
+	SourceReadyCondition = "SourceReady"
+)
+
+// Reasons. Stalled reasons mean the operator cannot fix the problem itself:
+// only a change of spec (or of the artifact it names) can.
+const (
+	ReasonSucceeded          = "Succeeded"
+	ReasonProgressing        = "Progressing"
+	ReasonInstalling         = "Installing"
+	ReasonWaitingForWorkload = "WaitingForWorkloads"
+	ReasonDependencyNotReady = "DependencyNotReady"
+
+	ReasonInvalidSpec        = "InvalidSpec"
+	ReasonUnknownComponent   = "UnknownComponent"
+	ReasonUnknownBundle      = "UnknownBundle"
+	ReasonValuesRejected     = "ValuesRejected"
+	ReasonArtifactFailed     = "ArtifactFailed"
+	ReasonDigestMismatch     = "DigestMismatch"
+	ReasonChartInvalid       = "ChartInvalid"
+	ReasonInstallFailed      = "InstallFailed"
+	ReasonComponentsNotReady = "ComponentsNotReady"
+)

@@ -1,0 +1,192 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TenantBundleSpec is what the management side knows about a tenant cluster
+// and what the tenant admins chose. The operator turns it into a working
+// cluster: network tier first, then the variant, then the addons.
+// +kubebuilder:validation:XValidation:rule="!has(self.packages.digest) || self.packages.digest.startsWith('sha256:')",message="spec.packages.digest must look like sha256:<hex>"
+type TenantBundleSpec struct {
+	// Bundle names the bundle definition embedded in the operator.
+	// +kubebuilder:default=tenant
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Bundle string `json:"bundle,omitempty"`
+
+	// Cluster holds the facts only the management side knows.
+	Cluster ClusterFacts `json:"cluster"`
+
+	// Packages is where the charts come from.
+	Packages PackagesSource `json:"packages"`
+
+	// Variant selects the cloud integration: a variant name, or auto to
+	// follow the backend of the node groups.
+	// +kubebuilder:default=auto
+	// +optional
+	Variant string `json:"variant,omitempty"`
+
+	// Addons switches optional addons on or off and tunes their values.
+	// +optional
+	Addons map[string]AddonSpec `json:"addons,omitempty"`
+
+	// Components holds per-component value overrides, merged last over
+	// everything the operator computes, and never reverted by it.
+	// +optional
+	Components map[string]ComponentOverride `json:"components,omitempty"`
+
+	// Suspend stops reconciliation; nothing is removed.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// ClusterFacts are the tenant cluster's network facts.
+// +kubebuilder:validation:XValidation:rule="!has(self.apiEndpoint) || self.apiEndpoint.matches('^[^:/]+:[0-9]{1,5}$')",message="spec.cluster.apiEndpoint must be host:port"
+// +kubebuilder:validation:XValidation:rule="!has(self.serviceCIDR) || isCIDR(self.serviceCIDR)",message="spec.cluster.serviceCIDR must be a CIDR"
+// +kubebuilder:validation:XValidation:rule="!has(self.podCIDR) || isCIDR(self.podCIDR)",message="spec.cluster.podCIDR must be a CIDR"
+// +kubebuilder:validation:XValidation:rule="!has(self.dnsServiceIP) || isIP(self.dnsServiceIP)",message="spec.cluster.dnsServiceIP must be an IP address"
+type ClusterFacts struct {
+	// APIEndpoint is host:port of the API server as reachable from the nodes
+	// before any CNI or kube-proxy runs (the ClusterIP is dead until then).
+	// Optional in the schema so that a seed that forgot it still produces a
+	// Stalled condition naming the field instead of a rejected object.
+	// +optional
+	APIEndpoint string `json:"apiEndpoint,omitempty"`
+
+	// PodCIDR is the cluster pod network.
+	// +kubebuilder:default="10.243.0.0/16"
+	// +optional
+	PodCIDR string `json:"podCIDR,omitempty"`
+
+	// ServiceCIDR is the cluster service network.
+	// +kubebuilder:default="10.95.0.0/16"
+	// +optional
+	ServiceCIDR string `json:"serviceCIDR,omitempty"`
+
+	// ClusterDomain is the DNS domain of the cluster.
+	// +kubebuilder:default=cluster.local
+	// +optional
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+
+	// DNSServiceIP is the ClusterIP of the cluster DNS Service; derived from
+	// ServiceCIDR (its tenth address) when empty.
+	// +optional
+	DNSServiceIP string `json:"dnsServiceIP,omitempty"`
+}
+
+// PackagesSource names the Cozystack packages artifact: an OCI artifact in
+// Flux's format holding a tar.gz of the packages/ tree.
+// +kubebuilder:validation:XValidation:rule="has(self.tag) || has(self.digest)",message="spec.packages needs a tag or a digest"
+type PackagesSource struct {
+	// URL is oci://<registry>/<repository>.
+	// +kubebuilder:validation:Pattern=`^oci://[^\s]+$`
+	URL string `json:"url"`
+
+	// Tag of the artifact.
+	// +optional
+	Tag string `json:"tag,omitempty"`
+
+	// Digest pins the artifact; when set together with Tag, the tag must
+	// resolve to it.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+
+	// PullSecretRef names a kubernetes.io/dockerconfigjson Secret.
+	// +optional
+	PullSecretRef *SecretReference `json:"pullSecretRef,omitempty"`
+
+	// Insecure allows plain HTTP; never assumed.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+}
+
+// SecretReference names a Secret in a namespace.
+type SecretReference struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+}
+
+// AddonSpec toggles one addon.
+type AddonSpec struct {
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+}
+
+// ComponentOverride holds the values a tenant admin or the management side
+// wants on top of the operator's own for one component.
+type ComponentOverride struct {
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+}
+
+// ComponentStatus is what the operator observed of one component.
+type ComponentStatus struct {
+	Name string `json:"name"`
+	Tier string `json:"tier"`
+	// +optional
+	Chart string `json:"chart,omitempty"`
+	// +optional
+	Version string `json:"version,omitempty"`
+	// +optional
+	Revision int `json:"revision,omitempty"`
+	Ready    bool `json:"ready"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// TenantBundleStatus follows kstatus.
+type TenantBundleStatus struct {
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ArtifactDigest is the digest of the packages artifact in use.
+	// +optional
+	ArtifactDigest string `json:"artifactDigest,omitempty"`
+	// Components lists each component of the bundle.
+	// +optional
+	Components []ComponentStatus `json:"components,omitempty"`
+}
+
+// TenantBundle is the one object per tenant cluster that describes it.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=tb
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="name must be at most 63 characters"
+// +kubebuilder:printcolumn:name="Variant",type=string,JSONPath=`.spec.variant`
+// +kubebuilder:printcolumn:name="Network",type=string,JSONPath=`.status.conditions[?(@.type=="NetworkReady")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type TenantBundle struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   TenantBundleSpec   `json:"spec,omitempty"`
+	Status TenantBundleStatus `json:"status,omitempty"`
+}
+
+// GetConditions lets fluxcd/pkg/runtime/conditions read the conditions.
+func (in *TenantBundle) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions lets fluxcd/pkg/runtime/conditions write the conditions.
+func (in *TenantBundle) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// +kubebuilder:object:root=true
+
+// TenantBundleList is a list of TenantBundles.
+type TenantBundleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TenantBundle `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&TenantBundle{}, &TenantBundleList{})
+}

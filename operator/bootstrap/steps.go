@@ -1,0 +1,80 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cozystack/tenant-operator/internal/apply"
+	"github.com/cozystack/tenant-operator/internal/helm"
+)
+
+type stepContext = context.Context
+
+func (c *Component) request() helm.Request {
+	return helm.Request{Namespace: c.Def.Release.Namespace, Name: c.Def.Release.Name,
+		Chart: c.Chart, Values: c.Values, Digest: c.Digest}
+}
+
+// Install installs the release; after a failed first install it supersedes
+// the failed revision instead of uninstalling: a bootstrap component is
+// never removed by remediation.
+type Install struct{ helm *helm.Client }
+
+func (s *Install) Name() string { return "install" }
+
+func (s *Install) Reconcile(ctx stepContext, c *Component) error {
+	rel, err := s.helm.Install(ctx, c.request())
+	if rel != nil {
+		c.Release = rel
+	}
+	if err != nil {
+		return fmt.Errorf("install %s/%s: %w", c.Def.Release.Namespace, c.Def.Release.Name, err)
+	}
+	return nil
+}
+
+// Upgrade moves a deployed release to the wanted chart and values.
+type Upgrade struct{ helm *helm.Client }
+
+func (s *Upgrade) Name() string { return "upgrade" }
+
+func (s *Upgrade) Reconcile(ctx stepContext, c *Component) error {
+	rel, err := s.helm.Upgrade(ctx, c.request())
+	if rel != nil {
+		c.Release = rel
+	}
+	if err != nil {
+		return fmt.Errorf("upgrade %s/%s: %w", c.Def.Release.Namespace, c.Def.Release.Name, err)
+	}
+	return nil
+}
+
+// Unlock removes the pending revision a dead writer left behind (see
+// helm.Client.Unlock for why deleting it is safe), so the next step can
+// install or upgrade.
+type Unlock struct{ helm *helm.Client }
+
+func (s *Unlock) Name() string { return "unlock" }
+
+func (s *Unlock) Reconcile(_ stepContext, c *Component) error {
+	if err := s.helm.Unlock(c.Release); err != nil {
+		return err
+	}
+	c.Release = nil // re-observed by the loop
+	return nil
+}
+
+// CorrectDrift re-applies the rendered objects of the deployed revision with
+// server-side apply. No Helm revision is written: the release did not
+// change, the cluster did.
+type CorrectDrift struct{ apply *apply.Engine }
+
+func (s *CorrectDrift) Name() string { return "correct-drift" }
+
+func (s *CorrectDrift) Reconcile(ctx stepContext, c *Component) error {
+	if _, err := s.apply.Correct(ctx, c.Objects); err != nil {
+		return fmt.Errorf("restoring %s: %w", c.Def.Name, err)
+	}
+	c.DriftSuspected = false
+	return nil
+}

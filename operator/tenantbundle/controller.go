@@ -1,0 +1,117 @@
+// Package tenantbundle holds the TenantBundle controller: it reads the
+// bundle and the cluster facts, pulls the packages artifact and hands the
+// bootstrap tiers to the bootstrap engine, then summarises what it saw.
+package tenantbundle
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/patch"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/tenant-operator/internal/apply"
+	"github.com/cozystack/tenant-operator/internal/bundle"
+	"github.com/cozystack/tenant-operator/internal/helm"
+	"github.com/cozystack/tenant-operator/internal/source"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
+	"github.com/cozystack/tenant-operator/operator/bootstrap"
+)
+
+// Reconciler reconciles TenantBundles.
+type Reconciler struct {
+	client.Client
+	// APIReader reads what the cache does not hold (Secrets).
+	APIReader client.Reader
+	Bundles   fs.FS
+	Puller    *source.Puller
+	Engine    *bootstrap.Engine
+}
+
+// Reconcile brings the cluster to what the TenantBundle describes. It has no
+// finalizer on purpose: deleting the TenantBundle must never take the
+// network down, so deletion removes nothing.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	obj := &tenantv1.TenantBundle{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if obj.Spec.Suspend {
+		ctrl.LoggerFrom(ctx).Info("reconciliation suspended")
+		return ctrl.Result{}, nil
+	}
+
+	patcher := patch.NewSerialPatcher(obj, r.Client)
+	var notReady string
+	defer func() {
+		summarize(obj, retErr, notReady)
+		opts := []patch.Option{
+			patch.WithOwnedConditions{Conditions: ownedConditions},
+			patch.WithFieldOwner(apply.FieldOwner),
+		}
+		if _, isTerminal := classify(retErr); retErr == nil || isTerminal {
+			opts = append(opts, patch.WithStatusObservedGeneration{})
+		}
+		if err := patcher.Patch(ctx, obj, opts...); err != nil {
+			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
+		}
+	}()
+
+	notReady, retErr = r.reconcile(ctx, obj)
+	return ctrl.Result{}, retErr
+}
+
+// reconcile returns a summary of what is not Ready yet ("" when all is).
+// Waiting is not an error: the watches on workloads bring the next event.
+func (r *Reconciler) reconcile(ctx context.Context, obj *tenantv1.TenantBundle) (string, error) {
+	_, planned, facts, err := r.plan(obj)
+	if err != nil {
+		return "", err
+	}
+	art, err := r.pull(ctx, obj)
+	if err != nil {
+		conditions.MarkFalse(obj, tenantv1.SourceReadyCondition, tenantv1.ReasonArtifactFailed, "%s", err.Error())
+		return "", err
+	}
+	obj.Status.ArtifactDigest = art.Digest
+	conditions.MarkTrue(obj, tenantv1.SourceReadyCondition, tenantv1.ReasonSucceeded, "pulled %s", art.Digest)
+
+	comps, err := r.components(obj, planned, facts, art.Dir)
+	if err != nil {
+		return "", err
+	}
+	results := r.Engine.Run(ctx, comps)
+	charts := map[string]string{}
+	for _, c := range comps {
+		charts[c.Def.Name] = c.Def.Chart.Path + c.Def.Chart.Name
+	}
+	setComponents(obj, results, charts)
+	setTierCondition(obj, tenantv1.NetworkReadyCondition, bundle.TierNetwork, results)
+	return bootstrap.Summary(results), resultsError(results)
+}
+
+// resultsError turns component failures into one error: terminal when a
+// component's chart or values are wrong (naming the field to fix),
+// otherwise retried with backoff.
+func resultsError(results []bootstrap.Result) error {
+	var errs []error
+	for _, res := range results {
+		if res.Err == nil {
+			continue
+		}
+		if errors.Is(res.Err, helm.ErrValuesRejected) {
+			return terminal(tenantv1.ReasonValuesRejected, "spec.components.%s.values: %v", res.Name, res.Err)
+		}
+		errs = append(errs, res.Err)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return retry(tenantv1.ReasonInstallFailed, errors.Join(errs...))
+}

@@ -1,0 +1,71 @@
+package tenantbundle
+
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/cozystack/tenant-operator/internal/readiness"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
+)
+
+const (
+	releaseNameAnnotation      = "meta.helm.sh/release-name"
+	releaseNamespaceAnnotation = "meta.helm.sh/release-namespace"
+)
+
+// SetupWithManager registers the controller. Workloads are watched (the
+// manager's cache holds only Helm-managed ones) so that a component's
+// dependents start on the event that makes it Ready, and so that a deleted
+// or edited workload is restored on the event, not on a timer.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&tenantv1.TenantBundle{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Named("tenantbundle")
+	for _, obj := range readiness.WorkloadTypes() {
+		b = b.Watches(obj, r.workloadHandler())
+	}
+	return b.Complete(r)
+}
+
+// workloadHandler enqueues every TenantBundle (there is one per cluster) and
+// marks the owning release for a drift check when the workload was deleted
+// or its spec changed.
+func (r *Reconciler) workloadHandler() handler.EventHandler {
+	enqueueAll := func(ctx context.Context, q queue) {
+		var list tenantv1.TenantBundleList
+		if err := r.List(ctx, &list); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing TenantBundles")
+			return
+		}
+		for _, tb := range list.Items {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&tb)})
+		}
+	}
+	mark := func(obj client.Object) {
+		ann := obj.GetAnnotations()
+		if name := ann[releaseNameAnnotation]; name != "" {
+			r.Engine.Drift.Mark(ann[releaseNamespaceAnnotation], name)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q queue) { enqueueAll(ctx, q) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
+				mark(e.ObjectNew)
+			}
+			enqueueAll(ctx, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
+			mark(e.Object)
+			enqueueAll(ctx, q)
+		},
+	}
+}

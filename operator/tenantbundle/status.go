@@ -1,0 +1,70 @@
+package tenantbundle
+
+import (
+	"github.com/fluxcd/pkg/runtime/conditions"
+
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
+	"github.com/cozystack/tenant-operator/operator/bootstrap"
+)
+
+// ownedConditions are the conditions this controller writes; the patch
+// helper resolves conflicts on them in our favour.
+var ownedConditions = []string{
+	tenantv1.ReadyCondition, tenantv1.ReconcilingCondition, tenantv1.StalledCondition,
+	tenantv1.NetworkReadyCondition, tenantv1.SourceReadyCondition,
+}
+
+// setComponents records what was observed of each component.
+func setComponents(obj *tenantv1.TenantBundle, results []bootstrap.Result, charts map[string]string) {
+	obj.Status.Components = obj.Status.Components[:0]
+	for _, r := range results {
+		obj.Status.Components = append(obj.Status.Components, tenantv1.ComponentStatus{
+			Name: r.Name, Tier: r.Tier, Chart: charts[r.Name], Version: r.ChartVersion,
+			Revision: r.Revision, Ready: r.Ready(), Message: r.Message,
+		})
+	}
+}
+
+// setTierCondition sets a tier's condition from its components' results.
+func setTierCondition(obj *tenantv1.TenantBundle, condition, tier string, results []bootstrap.Result) {
+	var tierResults []bootstrap.Result
+	for _, r := range results {
+		if r.Tier == tier {
+			tierResults = append(tierResults, r)
+		}
+	}
+	if len(tierResults) == 0 {
+		conditions.Delete(obj, condition)
+		return
+	}
+	if msg := bootstrap.Summary(tierResults); msg != "" {
+		conditions.MarkFalse(obj, condition, tenantv1.ReasonComponentsNotReady, "%s", msg)
+		return
+	}
+	conditions.MarkTrue(obj, condition, tenantv1.ReasonSucceeded, "%d component(s) ready", len(tierResults))
+}
+
+// summarize is the only place Ready is decided. notReady is the message of
+// components still coming up ("" when all are Ready). kstatus: a terminal
+// error is Stalled, anything else that is not Ready is Reconciling.
+func summarize(obj *tenantv1.TenantBundle, err error, notReady string) {
+	switch {
+	case err != nil:
+		reason, isTerminal := classify(err)
+		conditions.MarkFalse(obj, tenantv1.ReadyCondition, reason, "%s", err.Error())
+		if isTerminal {
+			conditions.MarkStalled(obj, reason, "%s", err.Error())
+		} else {
+			conditions.Delete(obj, tenantv1.StalledCondition)
+			conditions.MarkReconciling(obj, "ProgressingWithRetry", "%s", err.Error())
+		}
+	case notReady != "":
+		conditions.MarkFalse(obj, tenantv1.ReadyCondition, tenantv1.ReasonComponentsNotReady, "%s", notReady)
+		conditions.Delete(obj, tenantv1.StalledCondition)
+		conditions.MarkReconciling(obj, tenantv1.ReasonProgressing, "%s", notReady)
+	default:
+		conditions.MarkTrue(obj, tenantv1.ReadyCondition, tenantv1.ReasonSucceeded, "all components ready")
+		conditions.Delete(obj, tenantv1.StalledCondition)
+		conditions.Delete(obj, tenantv1.ReconcilingCondition)
+	}
+}
