@@ -21,6 +21,9 @@ import (
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
 )
 
+// requestedAtAnnotation asks for a reconcile, with Flux's name for it.
+const requestedAtAnnotation = "reconcile.fluxcd.io/requestedAt"
+
 // Reconciler reconciles TenantBundles.
 type Reconciler struct {
 	client.Client
@@ -50,6 +53,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	patcher := patch.NewSerialPatcher(obj, r.Client)
 	var notReady string
 	defer func() {
+		if v, ok := obj.GetAnnotations()[requestedAtAnnotation]; ok {
+			obj.Status.LastHandledReconcileAt = v
+		}
 		summarize(obj, retErr, notReady)
 		opts := []patch.Option{
 			patch.WithOwnedConditions{Conditions: ownedConditions},

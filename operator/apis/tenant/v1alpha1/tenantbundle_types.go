@@ -132,7 +132,7 @@ type ComponentStatus struct {
 	// +optional
 	Version string `json:"version,omitempty"`
 	// +optional
-	Revision int `json:"revision,omitempty"`
+	Revision int  `json:"revision,omitempty"`
 	Ready    bool `json:"ready"`
 	// +optional
 	Message string `json:"message,omitempty"`
@@ -146,6 +146,11 @@ type TenantBundleStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// LastHandledReconcileAt is the value of the
+	// reconcile.fluxcd.io/requestedAt annotation last handled, so a client
+	// that asked for a reconcile can tell when it happened.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 	// ArtifactDigest is the digest of the packages artifact in use.
 	// +optional
 	ArtifactDigest string `json:"artifactDigest,omitempty"`

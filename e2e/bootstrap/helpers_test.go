@@ -1,0 +1,120 @@
+package bootstrap
+
+import (
+	"context"
+	"sort"
+	"strconv"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/tenant-operator/e2e/framework"
+	"github.com/cozystack/tenant-operator/e2e/world"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
+)
+
+var tenantNodes = []world.NodeSpec{{Name: "worker-1"}, {Name: "worker-2"}, {Name: "worker-3"}}
+
+// startTenant starts a world, pushes the packages and runs the operator.
+func startTenant(ctx context.Context, name string) (*framework.Tenant, string) {
+	w, err := world.Start(ctx, world.Options{Name: name, Nodes: tenantNodes, CNIPodSelector: framework.CNISelector})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanupWorld(w)
+	url, _, err := framework.PushPackages(ctx, w)
+	Expect(err).NotTo(HaveOccurred())
+	t, err := framework.StartTenant(ctx, w, operatorBin, framework.SeedConfig(w))
+	Expect(err).NotTo(HaveOccurred())
+	return t, url
+}
+
+// revision is one Helm release revision, read from its storage Secret.
+type revision struct {
+	Release string
+	Version int
+	Status  string
+}
+
+// releaseHistory lists every revision of every release of the cluster.
+func releaseHistory(ctx context.Context, c client.Client) []revision {
+	var secrets corev1.SecretList
+	Expect(c.List(ctx, &secrets, client.MatchingLabels{"owner": "helm"})).To(Succeed())
+	var out []revision
+	for _, s := range secrets.Items {
+		v, _ := strconv.Atoi(s.Labels["version"])
+		out = append(out, revision{Release: s.Namespace + "/" + s.Labels["name"], Version: v, Status: s.Labels["status"]})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Release != out[j].Release {
+			return out[i].Release < out[j].Release
+		}
+		return out[i].Version < out[j].Version
+	})
+	return out
+}
+
+// bundleCondition reads one condition of the TenantBundle.
+func bundleCondition(ctx context.Context, t *framework.Tenant, typ string) func(Gomega) *metav1.Condition {
+	return func(g Gomega) *metav1.Condition {
+		b, err := t.Bundle(ctx, "tenant")
+		g.Expect(err).NotTo(HaveOccurred())
+		c := conditions.Get(b, typ)
+		g.Expect(c).NotTo(BeNil(), "condition %s not set yet", typ)
+		g.Expect(c.ObservedGeneration).To(Equal(b.Generation), "condition %s is of an older generation", typ)
+		return c
+	}
+}
+
+// expectReady waits for the TenantBundle to be Ready at its latest
+// generation.
+func expectReady(ctx context.Context, t *framework.Tenant) {
+	Eventually(func(g Gomega) {
+		b, err := t.Bundle(ctx, "tenant")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(b.Status.ObservedGeneration).To(Equal(b.Generation))
+		g.Expect(conditions.IsReady(b)).To(BeTrue(), "Ready: %v", conditions.Get(b, tenantv1.ReadyCondition))
+	}).WithContext(ctx).Should(Succeed())
+}
+
+const metav1ConditionFalse = metav1.ConditionFalse
+
+func jsonValues(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+
+// requestReconcile asks for a reconcile the way Flux clients do and waits
+// until the operator says it handled it.
+func requestReconcile(ctx context.Context, t *framework.Tenant, token string) {
+	b, err := t.Bundle(ctx, "tenant")
+	Expect(err).NotTo(HaveOccurred())
+	patch := client.MergeFrom(b.DeepCopy())
+	if b.Annotations == nil {
+		b.Annotations = map[string]string{}
+	}
+	b.Annotations["reconcile.fluxcd.io/requestedAt"] = token
+	Expect(t.Client.Patch(ctx, b, patch)).To(Succeed())
+	Eventually(func(g Gomega) string {
+		b, err := t.Bundle(ctx, "tenant")
+		g.Expect(err).NotTo(HaveOccurred())
+		return b.Status.LastHandledReconcileAt
+	}).WithContext(ctx).Should(Equal(token))
+}
+
+// workloadUIDs identifies the installed workloads, to prove nothing was
+// deleted or recreated.
+func workloadUIDs(ctx context.Context, t *framework.Tenant) map[string]string {
+	out := map[string]string{}
+	var deps appsv1.DeploymentList
+	Expect(t.Client.List(ctx, &deps, client.MatchingLabels{"app.kubernetes.io/managed-by": "Helm"})).To(Succeed())
+	for _, d := range deps.Items {
+		out["Deployment/"+d.Namespace+"/"+d.Name] = string(d.UID)
+	}
+	var dss appsv1.DaemonSetList
+	Expect(t.Client.List(ctx, &dss, client.MatchingLabels{"app.kubernetes.io/managed-by": "Helm"})).To(Succeed())
+	for _, d := range dss.Items {
+		out["DaemonSet/"+d.Namespace+"/"+d.Name] = string(d.UID)
+	}
+	return out
+}

@@ -1,0 +1,179 @@
+// Package framework holds what the e2e suites and the demo share on top of
+// the test world: building our binaries, pushing the stand-in packages
+// artifact, seeding a tenant exactly as the management side would, and
+// running the operator from its own Deployment manifest.
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/tenant-operator/e2e/packages"
+	"github.com/cozystack/tenant-operator/e2e/world"
+	"github.com/cozystack/tenant-operator/internal/seed"
+	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
+)
+
+// CNISelector is how the world's network simulator recognises the CNI
+// pods: the label the Cilium chart puts on its agent.
+var CNISelector = map[string]string{"k8s-app": "cilium"}
+
+// PackagesRepo and PackagesTag name the stand-in packages artifact.
+const (
+	PackagesRepo = "cozystack/packages"
+	PackagesTag  = "v1.0.0"
+)
+
+// Scheme knows our kinds besides the built-in ones.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(tenantv1.AddToScheme(s))
+	utilruntime.Must(cozyv1.AddToScheme(s))
+	return s
+}
+
+// Client returns an admin client of w that knows our kinds.
+func Client(w *world.World) (client.Client, error) {
+	return client.New(w.Config, client.Options{Scheme: Scheme()})
+}
+
+// BuildOperator compiles cmd/tenant-operator into dir.
+func BuildOperator(dir string) (string, error) {
+	root, err := world.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "tenant-operator")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/tenant-operator")
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building tenant-operator: %w", err)
+	}
+	return out, nil
+}
+
+// PushPackages pushes the stand-in packages tree to the world's registry and
+// returns its oci:// URL and manifest digest.
+func PushPackages(ctx context.Context, w *world.World) (url, digest string, err error) {
+	digest, err = packages.PushArtifact(ctx, w.RegistryHost, PackagesRepo, PackagesTag, packages.TestdataDir())
+	return "oci://" + w.RegistryHost + "/" + PackagesRepo, digest, err
+}
+
+// Bundle is the TenantBundle the management side would seed for w.
+func Bundle(w *world.World, url string) *tenantv1.TenantBundle {
+	return &tenantv1.TenantBundle{
+		TypeMeta:   metav1.TypeMeta{APIVersion: tenantv1.GroupVersion.String(), Kind: "TenantBundle"},
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant"},
+		Spec: tenantv1.TenantBundleSpec{
+			Cluster: tenantv1.ClusterFacts{
+				APIEndpoint: fmt.Sprintf("%s:%d", w.APIHost, w.APIPort),
+				PodCIDR:     "10.243.0.0/16", ServiceCIDR: "10.95.0.0/16",
+			},
+			Packages: tenantv1.PackagesSource{URL: url, Tag: PackagesTag, Insecure: true},
+		},
+	}
+}
+
+// Tenant is a seeded tenant world with the operator running.
+type Tenant struct {
+	World    *world.World
+	Client   client.Client
+	Seed     seed.Config
+	Operator *world.Workload
+	Binary   string
+}
+
+// SeedConfig is the seed the management side would render for w.
+func SeedConfig(w *world.World) seed.Config {
+	return seed.Config{APIHost: w.APIHost, APIPort: w.APIPort, Version: "dev"}
+}
+
+// StartTenant applies the seed (without the TenantBundle, whose CRD the
+// operator installs) and runs the operator from the seeded Deployment.
+func StartTenant(ctx context.Context, w *world.World, binary string, cfg seed.Config) (*Tenant, error) {
+	c, err := Client(w)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tenant{World: w, Client: c, Seed: cfg, Binary: binary}
+	objs, err := seed.Objects(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range objs {
+		if err := Apply(ctx, c, obj); err != nil {
+			return nil, err
+		}
+	}
+	if t.Operator, err = w.RunWorkload(ctx, t.Deployment(objs), world.RunOptions{
+		Binaries: map[string]string{seed.DefaultImage: binary},
+	}); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Deployment picks the operator Deployment out of the seed.
+func (t *Tenant) Deployment(objs []client.Object) client.Object {
+	for _, o := range objs {
+		if o.GetObjectKind().GroupVersionKind().Kind == "Deployment" {
+			return o
+		}
+	}
+	return nil
+}
+
+// Apply server-side applies obj as the test (field manager "e2e").
+func Apply(ctx context.Context, c client.Client, obj client.Object) error {
+	obj.SetResourceVersion("")
+	obj.SetManagedFields(nil)
+	if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+	}
+	return nil
+}
+
+// ApplyBundle waits for the operator to have established the TenantBundle
+// CRD, then applies b.
+func (t *Tenant) ApplyBundle(ctx context.Context, b *tenantv1.TenantBundle) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := t.Client.Get(ctx, client.ObjectKey{Name: "tenantbundles.tenant.cozystack.io"}, &crd); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the TenantBundle CRD: %w", err)
+	}
+	b = b.DeepCopy()
+	b.TypeMeta = metav1.TypeMeta{APIVersion: tenantv1.GroupVersion.String(), Kind: "TenantBundle"}
+	return Apply(ctx, t.Client, b)
+}
+
+// Bundle reads the TenantBundle back.
+func (t *Tenant) Bundle(ctx context.Context, name string) (*tenantv1.TenantBundle, error) {
+	b := &tenantv1.TenantBundle{}
+	return b, t.Client.Get(ctx, client.ObjectKey{Name: name}, b)
+}
