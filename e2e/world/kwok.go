@@ -125,6 +125,8 @@ spec:
         {{ end }}
       {{ end }}
       {{ end }}
+      {{/* A pod readied again keeps its addresses: PodIPsWith would allocate new ones. */}}
+      {{ if not .status.podIPs }}
       {{ with NodeIPsWith .spec.nodeName }}
       hostIP: {{ index . 0 | Quote }}
       hostIPs:
@@ -137,6 +139,7 @@ spec:
       podIPs:
       {{ range . }}
       - ip: {{ . | Quote }}
+      {{ end }}
       {{ end }}
       {{ end }}
       phase: Running

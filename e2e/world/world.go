@@ -327,11 +327,12 @@ func (w *World) stop(copyLogs, keepDir bool) (string, error) {
 		return "", nil
 	}
 	w.stopped = true
-	procs := slices.Clone(w.procs)
+	components := slices.Clone(w.procs)
+	var workloads []*process
 	for _, wl := range w.workloads {
 		for _, p := range wl.Procs {
 			if cur := p.current(); cur != nil {
-				procs = append(procs, cur)
+				workloads = append(workloads, cur)
 			}
 		}
 	}
@@ -345,7 +346,20 @@ func (w *World) stop(copyLogs, keepDir bool) (string, error) {
 	}
 	w.cancel()
 	w.wg.Wait()
-	errs = append(errs, stopAll(procs))
+	// Clients first, then the API server, then etcd: each waits on
+	// connections from the layer above when that is still up.
+	apiserver, etcd, rest := []*process{}, []*process{}, workloads
+	for _, p := range components {
+		switch p.name {
+		case KubeAPIServer:
+			apiserver = append(apiserver, p)
+		case Etcd:
+			etcd = append(etcd, p)
+		default:
+			rest = append(rest, p)
+		}
+	}
+	errs = append(errs, stopAll(rest), stopAll(apiserver), stopAll(etcd))
 	var logs string
 	if copyLogs {
 		var err error

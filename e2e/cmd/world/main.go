@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
 	"github.com/cozystack/tenant-operator/e2e/world"
 )
 
@@ -22,6 +25,7 @@ func main() {
 	keep := flag.Bool("keep-logs", false, "keep the world directory and copy logs to the artifacts directory on exit")
 	flux := flag.Bool("flux", false, "also run source-controller and helm-controller")
 	flag.Parse()
+	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 
 	if err := run(*name, *nodes, *keep, *flux); err != nil {
 		fmt.Fprintln(os.Stderr, "world:", err)
