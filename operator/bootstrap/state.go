@@ -29,8 +29,8 @@ const (
 	StateFailed
 	// StateOutOfSync: chart or values differ from the deployed revision.
 	StateOutOfSync
-	// StateDrifted: in sync, but rendered objects are missing or were
-	// changed by someone else.
+	// StateDrifted: in sync, but a watch saw a rendered workload deleted or
+	// changed by someone else, or the process has not checked it since start.
 	StateDrifted
 	// StateProgressing: in sync, workloads not Ready yet.
 	StateProgressing
@@ -71,7 +71,10 @@ func (c *Component) Observe() State {
 		return StateFailed
 	case r.Digest != c.Digest || r.Status != "deployed":
 		return StateOutOfSync
-	case c.DriftSuspected || len(c.Health.Missing) > 0:
+	// A workload missing from the cache without a delete event behind it is
+	// cache lag after our own write, not drift: deletions mark the release
+	// (and so does a restart, which checks everything once).
+	case c.DriftSuspected:
 		return StateDrifted
 	case !c.Health.Ready:
 		return StateProgressing

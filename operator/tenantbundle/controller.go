@@ -9,7 +9,6 @@ import (
 	"io/fs"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"github.com/fluxcd/pkg/runtime/patch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,21 +49,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
-	patcher := patch.NewSerialPatcher(obj, r.Client)
+	// One status patch per reconcile, written in a single request: a
+	// patch helper that writes conditions and the rest of status separately
+	// lets a watcher see Ready=True next to a stale component list. This
+	// controller is the only writer of the status, so a merge patch loses
+	// nothing.
+	before := obj.DeepCopy()
 	var notReady string
 	defer func() {
 		if v, ok := obj.GetAnnotations()[requestedAtAnnotation]; ok {
 			obj.Status.LastHandledReconcileAt = v
 		}
 		summarize(obj, retErr, notReady)
-		opts := []patch.Option{
-			patch.WithOwnedConditions{Conditions: ownedConditions},
-			patch.WithFieldOwner(apply.FieldOwner),
-		}
 		if _, isTerminal := classify(retErr); retErr == nil || isTerminal {
-			opts = append(opts, patch.WithStatusObservedGeneration{})
+			obj.Status.ObservedGeneration = obj.Generation
 		}
-		if err := patcher.Patch(ctx, obj, opts...); err != nil {
+		if err := r.Status().Patch(ctx, obj, client.MergeFrom(before), client.FieldOwner(apply.FieldOwner)); err != nil {
 			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
 		}
 	}()

@@ -7,13 +7,6 @@ import (
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
 )
 
-// ownedConditions are the conditions this controller writes; the patch
-// helper resolves conflicts on them in our favour.
-var ownedConditions = []string{
-	tenantv1.ReadyCondition, tenantv1.ReconcilingCondition, tenantv1.StalledCondition,
-	tenantv1.NetworkReadyCondition, tenantv1.SourceReadyCondition,
-}
-
 // setComponents records what was observed of each component.
 func setComponents(obj *tenantv1.TenantBundle, results []bootstrap.Result, charts map[string]string) {
 	obj.Status.Components = obj.Status.Components[:0]
