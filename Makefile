@@ -44,11 +44,11 @@ fmt:
 
 .PHONY: vet
 vet:
-	$(GO) vet ./...
+	$(GO) vet ./... ./e2e/testdata/charts/...
 
 .PHONY: unit
 unit: ## Unit tests (pure logic).
-	$(GO) test $$($(GO) list ./... | grep -v /e2e/) ./e2e/packages/... ./e2e/world/...
+	$(GO) test $$($(GO) list ./... | grep -v /e2e/) ./e2e/packages/... ./e2e/world/... ./e2e/testdata/charts/...
 
 .PHONY: e2e
 e2e: world-bins build ## e2e suites, one at a time (each starts its own worlds).

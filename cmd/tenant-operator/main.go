@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"flag"
+	"io/fs"
 	"os"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 
 	"github.com/cozystack/tenant-operator/bundles"
 	"github.com/cozystack/tenant-operator/internal/apply"
+	"github.com/cozystack/tenant-operator/internal/bundle"
 	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/readiness"
 	"github.com/cozystack/tenant-operator/internal/source"
@@ -33,6 +35,7 @@ import (
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
 	"github.com/cozystack/tenant-operator/operator/tenantbundle"
+	"github.com/cozystack/tenant-operator/variants"
 )
 
 type options struct {
@@ -41,6 +44,7 @@ type options struct {
 	leaderNamespace, leaderIdentity  string
 	lease, renewDeadline, retryEvery time.Duration
 	cacheDir                         string
+	variantsDir                      string
 	crdTimeout                       time.Duration
 }
 
@@ -59,6 +63,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 45*time.Second, "Lease renew deadline")
 	fs.DurationVar(&o.retryEvery, "leader-election-retry-period", 15*time.Second, "Lease retry period")
 	fs.StringVar(&o.cacheDir, "cache-dir", "/var/cache/tenant-operator", "where pulled artifacts are kept, by digest")
+	fs.StringVar(&o.variantsDir, "variants-dir", "", "a folder of extra variants (<name>/variant.yaml) besides the built-in ones")
 	fs.DurationVar(&o.crdTimeout, "crd-timeout", 2*time.Minute, "how long to wait for our CRDs to be established at start")
 }
 
@@ -134,6 +139,14 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
+	variantFS := []fs.FS{variants.FS}
+	if opts.variantsDir != "" {
+		variantFS = append(variantFS, os.DirFS(opts.variantsDir))
+	}
+	loaded, err := bundle.LoadVariants(variantFS...)
+	if err != nil {
+		return err
+	}
 	engine := bootstrap.NewEngine(helmClient, applier, &readiness.Checker{Reader: mgr.GetCache()}, bootstrap.NewDriftTracker())
 	if err := (&tenantbundle.Reconciler{
 		Client:    mgr.GetClient(),
@@ -141,6 +154,8 @@ func run(ctx context.Context, opts options) error {
 		Bundles:   bundles.FS,
 		Puller:    &source.Puller{CacheDir: opts.cacheDir},
 		Engine:    engine,
+		Variants:  loaded,
+		KubeMinor: helmClient.ServerMinor,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -105,7 +105,7 @@ var _ = Describe("Bootstrap of a fresh tenant cluster", Ordered, func() {
 				return e.Kind == "Pod" && e.Node == n.Name && e.Labels["k8s-app"] == "cilium"
 			})
 			Expect(ok).To(BeTrue(), "no Ready CNI pod on %s", n.Name)
-			Expect(nodeReady.RV).To(BeNumerically(">", cniPod.RV), "node %s Ready before its CNI pod", n.Name)
+			Expect(nodeReady.RV).To(BeNumerically(">", cniPod.RV), "node %s Ready before its CNI pod; timeline:\n%s", n.Name, timeline)
 			for _, e := range timeline.Events() {
 				if e.Kind == "Pod" && e.Node == n.Name && e.Labels["k8s-app"] == "kube-dns" {
 					Expect(e.RV).To(BeNumerically(">", nodeReady.RV), "CoreDNS pod Ready on %s before the node", n.Name)

@@ -86,6 +86,8 @@ func Bundle(w *world.World, url string) *tenantv1.TenantBundle {
 				PodCIDR:     "10.243.0.0/16", ServiceCIDR: "10.95.0.0/16",
 			},
 			Packages: tenantv1.PackagesSource{URL: url, Tag: PackagesTag, Insecure: true},
+			// A generic cluster; the variant suites set their own.
+			Variant: "none",
 		},
 	}
 }

@@ -3,7 +3,9 @@ package framework
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -147,4 +149,16 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// String lists every event in revision order, for failure messages.
+func (t *Timeline) String() string {
+	events := t.Events()
+	sort.Slice(events, func(i, j int) bool { return events[i].RV < events[j].RV })
+	var b strings.Builder
+	for _, e := range events {
+		b.WriteString(e.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

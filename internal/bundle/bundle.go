@@ -206,3 +206,11 @@ func (d *Definition) Plan(facts Facts) ([]Component, error) {
 	}
 	return out, nil
 }
+
+// String names the chart for status: its path, or repo/name@version.
+func (c ChartRef) String() string {
+	if c.Path != "" {
+		return c.Path
+	}
+	return c.Repo + "/" + c.Name + "@" + c.Version
+}

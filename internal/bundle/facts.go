@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 
@@ -18,6 +19,7 @@ var knownFacts = map[string]bool{
 	"apiEndpoint": true, "apiHost": true, "apiPort": true,
 	"podCIDR": true, "serviceCIDR": true, "clusterDomain": true, "dnsServiceIP": true,
 	"kubeProxyReplacement": true,
+	"storageClasses":       true, "credentialsSecret": true, "kubeMinor": true,
 }
 
 // KnownFact reports whether name is a fact bundles may use.
@@ -32,6 +34,13 @@ func (f Facts) Bool(name string) bool {
 // ClusterInput is what the TenantBundle says about the cluster.
 type ClusterInput struct {
 	APIEndpoint, PodCIDR, ServiceCIDR, ClusterDomain, DNSServiceIP string
+	// StorageClasses is the chart-shaped storage class map (name ->
+	// {infraStorageClass, default}).
+	StorageClasses map[string]any
+	// CredentialsSecret is the name of the tenant-owned credentials Secret.
+	CredentialsSecret string
+	// KubeMinor is the minor version of the cluster's Kubernetes.
+	KubeMinor string
 }
 
 // FieldError is an invalid input; Field is the path in the TenantBundle.
@@ -78,6 +87,15 @@ func NewFacts(in ClusterInput, settings map[string]any) (Facts, error) {
 		"podCIDR": in.PodCIDR, "serviceCIDR": in.ServiceCIDR,
 		"clusterDomain": strings.TrimSuffix(in.ClusterDomain, "."), "dnsServiceIP": dns,
 	}
+	if in.StorageClasses != nil {
+		f["storageClasses"] = in.StorageClasses
+	}
+	if in.CredentialsSecret != "" {
+		f["credentialsSecret"] = in.CredentialsSecret
+	}
+	if in.KubeMinor != "" {
+		f["kubeMinor"] = in.KubeMinor
+	}
 	for k, v := range settings {
 		if KnownFact(k) {
 			f[k] = v
@@ -95,6 +113,16 @@ func Values(c Component, facts Facts, override map[string]any) map[string]any {
 		setPath(injected, strings.Split(p, "."), facts[name])
 	}
 	return values.Merge(values.Merge(c.Values, injected), override)
+}
+
+// Expand replaces ${fact} in s (chart versions such as 2.${kubeMinor}.x).
+func (f Facts) Expand(s string) string {
+	return os.Expand(s, func(name string) string {
+		if v, ok := f[name]; ok && KnownFact(name) {
+			return fmt.Sprint(v)
+		}
+		return "${" + name + "}"
+	})
 }
 
 func setPath(m map[string]any, keys []string, v any) {

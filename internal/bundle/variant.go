@@ -23,8 +23,29 @@ type Variant struct {
 	Detect Detect `json:"detect,omitempty"`
 	// WaitFor names effects of management-placed components that the
 	// tenant waits for before the cloud tier counts as Ready.
-	WaitFor    []string    `json:"waitFor,omitempty"`
-	Components []Component `json:"components,omitempty"`
+	WaitFor []string `json:"waitFor,omitempty"`
+	// Credentials, when set, says the variant needs the tenant-owned
+	// credentials Secret, and in which namespace its consumers run (a pod
+	// can only mount a Secret of its own namespace, and the Secret is never
+	// copied).
+	Credentials *Credentials `json:"credentials,omitempty"`
+	Components  []Component  `json:"components,omitempty"`
+}
+
+// Credentials describes where a variant's credentials Secret must live.
+type Credentials struct {
+	Namespace string `json:"namespace"`
+}
+
+// With returns the bundle extended by the variant's components, validated
+// as one graph (variant components depend on bundle ones, e.g. cilium).
+func (d *Definition) With(v *Variant) (*Definition, error) {
+	out := &Definition{Name: d.Name, Settings: d.Settings}
+	out.Components = append(append([]Component(nil), d.Components...), v.Components...)
+	if err := out.Validate(); err != nil {
+		return nil, fmt.Errorf("bundle %q with variant %q: %w", d.Name, v.Name, err)
+	}
+	return out, nil
 }
 
 // Detect is a variant's detection rule: the value of BackendLabel, then the

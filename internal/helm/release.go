@@ -59,6 +59,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	actions map[string]*action.Configuration
+	minor   string
 }
 
 // New returns a client for the cluster of cfg.

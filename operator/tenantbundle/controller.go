@@ -7,6 +7,9 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +34,10 @@ type Reconciler struct {
 	Bundles   fs.FS
 	Puller    *source.Puller
 	Engine    *bootstrap.Engine
+	// Variants are the loaded variant definitions, by name.
+	Variants map[string]*bundle.Variant
+	// KubeMinor reports the cluster's Kubernetes minor version.
+	KubeMinor func() (string, error)
 }
 
 // Reconcile brings the cluster to what the TenantBundle describes. It has no
@@ -76,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // reconcile returns a summary of what is not Ready yet ("" when all is).
 // Waiting is not an error: the watches on workloads bring the next event.
 func (r *Reconciler) reconcile(ctx context.Context, obj *tenantv1.TenantBundle) (string, error) {
-	_, planned, facts, err := r.plan(obj)
+	p, err := r.makePlan(ctx, obj)
 	if err != nil {
 		return "", err
 	}
@@ -88,18 +95,38 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *tenantv1.TenantBundle) 
 	obj.Status.ArtifactDigest = art.Digest
 	conditions.MarkTrue(obj, tenantv1.SourceReadyCondition, tenantv1.ReasonSucceeded, "pulled %s", art.Digest)
 
-	comps, err := r.components(obj, planned, facts, art.Dir)
+	comps, err := r.components(ctx, obj, p.components, p.facts, art.Dir)
 	if err != nil {
 		return "", err
 	}
 	results := r.Engine.Run(ctx, comps)
 	charts := map[string]string{}
 	for _, c := range comps {
-		charts[c.Def.Name] = c.Def.Chart.Path + c.Def.Chart.Name
+		charts[c.Def.Name] = c.Def.Chart.String()
 	}
 	setComponents(obj, results, charts)
 	setTierCondition(obj, tenantv1.NetworkReadyCondition, bundle.TierNetwork, results)
-	return bootstrap.Summary(results), resultsError(results)
+
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes); err != nil {
+		return "", err
+	}
+	effects := ""
+	if p.variant != nil {
+		effects = waitingForEffects(p.variant, nodes.Items)
+	}
+	setCloudCondition(obj, p.variant, results, effects)
+	notReady := bootstrap.Summary(results)
+	if effects != "" {
+		notReady = strings.TrimPrefix(notReady+"; cloud: "+effects, "; ")
+	}
+	if p.variant == nil && p.variantErr == nil {
+		notReady = strings.TrimPrefix(notReady+"; variant: "+conditions.GetMessage(obj, tenantv1.VariantResolvedCondition), "; ")
+	}
+	if p.variantErr != nil {
+		return notReady, p.variantErr
+	}
+	return notReady, resultsError(results)
 }
 
 // resultsError turns component failures into one error: terminal when a

@@ -3,6 +3,8 @@ package tenantbundle
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +34,38 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, obj := range readiness.WorkloadTypes() {
 		b = b.Watches(obj, r.workloadHandler())
 	}
+	// Nodes decide the variant and show the cloud's effects (providerID,
+	// the uninitialized taint); their status heartbeats are filtered out.
+	b = b.Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allBundles),
+		builder.WithPredicates(nodeChanged()))
 	return b.Complete(r)
+}
+
+// allBundles maps any event to every TenantBundle (one per cluster).
+func (r *Reconciler) allBundles(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list tenantv1.TenantBundleList
+	if err := r.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing TenantBundles")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, tb := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&tb)})
+	}
+	return out
+}
+
+// nodeChanged passes node events that can change the variant or the cloud
+// effects: creation, deletion, labels, providerID, taints.
+func nodeChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+			return o.Spec.ProviderID != n.Spec.ProviderID ||
+				!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+				!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints)
+		},
+	}
 }
 
 // workloadHandler enqueues every TenantBundle (there is one per cluster) and
@@ -40,13 +73,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // or its spec changed.
 func (r *Reconciler) workloadHandler() handler.EventHandler {
 	enqueueAll := func(ctx context.Context, q queue) {
-		var list tenantv1.TenantBundleList
-		if err := r.List(ctx, &list); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "listing TenantBundles")
-			return
-		}
-		for _, tb := range list.Items {
-			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&tb)})
+		for _, req := range r.allBundles(ctx, nil) {
+			q.Add(req)
 		}
 	}
 	mark := func(obj client.Object) {

@@ -20,35 +20,91 @@ import (
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
 )
 
-// plan resolves the bundle definition and the cluster facts of obj.
-func (r *Reconciler) plan(obj *tenantv1.TenantBundle) (*bundle.Definition, []bundle.Component, bundle.Facts, error) {
+// plan is what one reconcile works from.
+type plan struct {
+	variant    *bundle.Variant
+	variantErr error // a terminal problem with the variant; the network tier still runs
+	components []bundle.Component
+	facts      bundle.Facts
+}
+
+// makePlan resolves the bundle, the variant and the cluster facts of obj
+// into the ordered list of tenant-side components.
+func (r *Reconciler) makePlan(ctx context.Context, obj *tenantv1.TenantBundle) (*plan, error) {
 	def, err := bundle.Load(r.Bundles, obj.Spec.Bundle)
 	if err != nil {
-		return nil, nil, nil, terminal(tenantv1.ReasonUnknownBundle, "spec.bundle: %v", err)
+		return nil, terminal(tenantv1.ReasonUnknownBundle, "spec.bundle: %v", err)
 	}
 	for name := range obj.Spec.Components {
-		if def.Component(name) == nil {
-			return nil, nil, nil, terminal(tenantv1.ReasonUnknownComponent,
-				"spec.components.%s: bundle %q has no such component (it has: %s)", name, def.Name, componentNames(def))
+		if !r.knownComponent(def, name) {
+			return nil, terminal(tenantv1.ReasonUnknownComponent,
+				"spec.components.%s: bundle %q and its variants have no such component (it has: %s)", name, def.Name, componentNames(def))
 		}
+	}
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	p := &plan{}
+	p.variant, p.variantErr = r.resolveVariant(ctx, obj, nodes.Items)
+	credentials, err := r.checkCredentials(ctx, obj, p.variant)
+	if err != nil {
+		p.variant, p.variantErr = nil, err
+	}
+	full := def
+	if p.variant != nil {
+		if full, err = def.With(p.variant); err != nil {
+			return nil, terminal(tenantv1.ReasonUnknownVariant, "spec.variant: %v", err)
+		}
+	}
+	minor, err := r.KubeMinor()
+	if err != nil {
+		return nil, fmt.Errorf("reading the Kubernetes version: %w", err)
 	}
 	c := obj.Spec.Cluster
-	facts, err := bundle.NewFacts(bundle.ClusterInput{APIEndpoint: c.APIEndpoint, PodCIDR: c.PodCIDR,
-		ServiceCIDR: c.ServiceCIDR, ClusterDomain: c.ClusterDomain, DNSServiceIP: c.DNSServiceIP}, def.Settings)
+	p.facts, err = bundle.NewFacts(bundle.ClusterInput{APIEndpoint: c.APIEndpoint, PodCIDR: c.PodCIDR,
+		ServiceCIDR: c.ServiceCIDR, ClusterDomain: c.ClusterDomain, DNSServiceIP: c.DNSServiceIP,
+		StorageClasses: storageClasses(obj.Spec.Cloud.StorageClasses), CredentialsSecret: credentials, KubeMinor: minor},
+		def.Settings)
 	if err != nil {
-		return nil, nil, nil, terminal(tenantv1.ReasonInvalidSpec, "%v", err)
+		return nil, terminal(tenantv1.ReasonInvalidSpec, "%v", err)
 	}
-	comps, err := def.Plan(facts)
+	comps, err := full.Plan(p.facts)
 	if err != nil {
-		return nil, nil, nil, terminal(tenantv1.ReasonUnknownBundle, "spec.bundle: %v", err)
+		return nil, terminal(tenantv1.ReasonUnknownBundle, "spec.bundle: %v", err)
 	}
-	var tenantSide []bundle.Component
 	for _, c := range comps {
 		if c.Placement == bundle.PlacementTenant {
-			tenantSide = append(tenantSide, c)
+			p.components = append(p.components, c)
 		}
 	}
-	return def, tenantSide, facts, nil
+	return p, nil
+}
+
+func (r *Reconciler) knownComponent(def *bundle.Definition, name string) bool {
+	if def.Component(name) != nil {
+		return true
+	}
+	for _, v := range r.Variants {
+		for _, c := range v.Components {
+			if c.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// storageClasses shapes the map the way the kubevirt-csi-node chart reads it.
+func storageClasses(in map[string]tenantv1.StorageClass) map[string]any {
+	if len(in) == 0 {
+		return nil
+	}
+	out := map[string]any{}
+	for name, sc := range in {
+		out[name] = map[string]any{"infraStorageClass": sc.InfraStorageClass, "default": sc.Default}
+	}
+	return out
 }
 
 func componentNames(def *bundle.Definition) string {
@@ -109,7 +165,7 @@ func (r *Reconciler) pullCredentials(ctx context.Context, ref tenantv1.SecretRef
 }
 
 // components builds each planned component's chart, values and digest.
-func (r *Reconciler) components(obj *tenantv1.TenantBundle, planned []bundle.Component, facts bundle.Facts, tree string) ([]*bootstrap.Component, error) {
+func (r *Reconciler) components(ctx context.Context, obj *tenantv1.TenantBundle, planned []bundle.Component, facts bundle.Facts, tree string) ([]*bootstrap.Component, error) {
 	out := make([]*bootstrap.Component, 0, len(planned))
 	for _, c := range planned {
 		override := map[string]any{}
@@ -118,10 +174,9 @@ func (r *Reconciler) components(obj *tenantv1.TenantBundle, planned []bundle.Com
 				return nil, terminal(tenantv1.ReasonInvalidSpec, "spec.components.%s.values: must be an object: %v", c.Name, err)
 			}
 		}
-		ch, err := helm.BuildFromTree(helm.TreeChart{Tree: tree, Path: c.Chart.Path,
-			Libraries: c.Chart.Libraries, ValuesFiles: c.Chart.ValuesFiles})
+		ch, err := r.chart(ctx, obj, c, facts, tree)
 		if err != nil {
-			return nil, terminal(tenantv1.ReasonChartInvalid, "component %s: %v", c.Name, err)
+			return nil, err
 		}
 		vals := bundle.Values(c, facts, override)
 		out = append(out, &bootstrap.Component{Def: c, Chart: ch, Values: vals, Digest: digest(ch.Digest, vals)})
@@ -135,4 +190,29 @@ func digest(chartDigest string, vals map[string]any) string {
 	h.Write([]byte(chartDigest))
 	h.Write(raw)
 	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// chart builds a component's chart from the packages tree, or pulls it from
+// its Helm repository (through a mirror when the TenantBundle names one).
+func (r *Reconciler) chart(ctx context.Context, obj *tenantv1.TenantBundle, c bundle.Component, facts bundle.Facts, tree string) (*helm.Chart, error) {
+	if c.Chart.Path != "" {
+		ch, err := helm.BuildFromTree(helm.TreeChart{Tree: tree, Path: c.Chart.Path,
+			Libraries: c.Chart.Libraries, ValuesFiles: c.Chart.ValuesFiles})
+		if err != nil {
+			return nil, terminal(tenantv1.ReasonChartInvalid, "component %s: %v", c.Name, err)
+		}
+		return ch, nil
+	}
+	rc := helm.RepoChart{Repo: c.Chart.Repo, Name: c.Chart.Name, Version: facts.Expand(c.Chart.Version)}
+	if m, ok := obj.Spec.ChartMirrors[c.Chart.Repo]; ok {
+		rc.Repo, rc.Insecure = m.URL, m.Insecure
+	}
+	ch, err := helm.PullRepoChart(ctx, rc)
+	switch {
+	case errors.Is(err, helm.ErrChartInvalid):
+		return nil, terminal(tenantv1.ReasonChartInvalid, "component %s: %v", c.Name, err)
+	case err != nil:
+		return nil, retry(tenantv1.ReasonArtifactFailed, fmt.Errorf("component %s: %w", c.Name, err))
+	}
+	return ch, nil
 }

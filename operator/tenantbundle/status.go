@@ -1,7 +1,11 @@
 package tenantbundle
 
 import (
+	"strings"
+
 	"github.com/fluxcd/pkg/runtime/conditions"
+
+	"github.com/cozystack/tenant-operator/internal/bundle"
 
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
@@ -59,5 +63,29 @@ func summarize(obj *tenantv1.TenantBundle, err error, notReady string) {
 		conditions.MarkTrue(obj, tenantv1.ReadyCondition, tenantv1.ReasonSucceeded, "all components ready")
 		conditions.Delete(obj, tenantv1.StalledCondition)
 		conditions.Delete(obj, tenantv1.ReconcilingCondition)
+	}
+}
+
+// setCloudCondition sets CloudReady from the variant's tenant-side
+// components and the effects still awaited on the nodes.
+func setCloudCondition(obj *tenantv1.TenantBundle, v *bundle.Variant, results []bootstrap.Result, effects string) {
+	if v == nil {
+		conditions.MarkUnknown(obj, tenantv1.CloudReadyCondition, tenantv1.ReasonVariantUnknown, "the variant is not resolved yet")
+		return
+	}
+	var cloud []bootstrap.Result
+	for _, r := range results {
+		if r.Tier == bundle.TierCloud {
+			cloud = append(cloud, r)
+		}
+	}
+	notReady := bootstrap.Summary(cloud)
+	switch {
+	case notReady != "":
+		conditions.MarkFalse(obj, tenantv1.CloudReadyCondition, tenantv1.ReasonComponentsNotReady, "%s", strings.TrimSuffix(notReady+"; "+effects, "; "))
+	case effects != "":
+		conditions.MarkFalse(obj, tenantv1.CloudReadyCondition, tenantv1.ReasonWaitingForCloud, "%s", effects)
+	default:
+		conditions.MarkTrue(obj, tenantv1.CloudReadyCondition, tenantv1.ReasonSucceeded, "variant %s: %d tenant-side component(s) ready", v.Name, len(cloud))
 	}
 }

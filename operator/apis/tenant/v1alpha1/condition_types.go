@@ -10,6 +10,12 @@ const (
 	// NetworkReadyCondition is True once every enabled component of the
 	// network tier (CNI, kube-proxy, CoreDNS) has its workloads Ready.
 	NetworkReadyCondition = "NetworkReady"
+	// VariantResolvedCondition is True once the cloud variant is known;
+	// Unknown while nodes give no signal yet (the network tier proceeds).
+	VariantResolvedCondition = "VariantResolved"
+	// CloudReadyCondition is True once the variant's tenant-side components
+	// are Ready and the effects of its management-side ones are seen.
+	CloudReadyCondition = "CloudReady"
 	// SourceReadyCondition is True once the packages artifact is pulled and
 	// verified.
 	SourceReadyCondition = "SourceReady"
@@ -33,4 +39,12 @@ const (
 	ReasonChartInvalid       = "ChartInvalid"
 	ReasonInstallFailed      = "InstallFailed"
 	ReasonComponentsNotReady = "ComponentsNotReady"
+
+	ReasonVariantResolved = "VariantResolved"
+	ReasonVariantUnknown  = "WaitingForNodes"
+	ReasonUnknownVariant  = "UnknownVariant"
+	ReasonMixedBackends   = "MixedBackends"
+	ReasonVariantMismatch = "VariantMismatch"
+	ReasonBackendChange   = "BackendChangeRefused"
+	ReasonWaitingForCloud = "WaitingForCloud"
 )

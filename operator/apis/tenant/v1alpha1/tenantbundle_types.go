@@ -28,6 +28,15 @@ type TenantBundleSpec struct {
 	// +optional
 	Variant string `json:"variant,omitempty"`
 
+	// Cloud carries what the variant needs from the management side.
+	// +optional
+	Cloud CloudSpec `json:"cloud,omitempty"`
+
+	// ChartMirrors maps the URL of a Helm repository that a variant names
+	// (https:// or oci://) to a mirror, for air-gapped or private setups.
+	// +optional
+	ChartMirrors map[string]ChartMirror `json:"chartMirrors,omitempty"`
+
 	// Addons switches optional addons on or off and tunes their values.
 	// +optional
 	Addons map[string]AddonSpec `json:"addons,omitempty"`
@@ -108,6 +117,37 @@ type SecretReference struct {
 	Namespace string `json:"namespace"`
 }
 
+// CloudSpec is the variant's input.
+type CloudSpec struct {
+	// StorageClasses to create in the tenant, by name, each backed by a
+	// storage class of the infrastructure cluster (KubeVirt).
+	// +optional
+	StorageClasses map[string]StorageClass `json:"storageClasses,omitempty"`
+
+	// CredentialsSecretRef names a tenant-owned Secret holding cloud
+	// credentials (an OpenStack application credential as cloud.conf). The
+	// operator passes only its name to the charts that mount it: the
+	// content is never read, copied, logged or reported.
+	// +optional
+	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef,omitempty"`
+}
+
+// StorageClass maps a tenant storage class onto an infrastructure one.
+type StorageClass struct {
+	InfraStorageClass string `json:"infraStorageClass"`
+	// +optional
+	Default bool `json:"default,omitempty"`
+}
+
+// ChartMirror replaces a Helm repository URL.
+type ChartMirror struct {
+	// +kubebuilder:validation:Pattern=`^(oci|https?)://[^\s]+$`
+	URL string `json:"url"`
+	// Insecure allows plain HTTP to the mirror.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+}
+
 // AddonSpec toggles one addon.
 type AddonSpec struct {
 	// +optional
@@ -151,6 +191,10 @@ type TenantBundleStatus struct {
 	// that asked for a reconcile can tell when it happened.
 	// +optional
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+	// Variant is the variant resolved for this cluster. Once components of a
+	// variant are installed it is kept: a change of backend is refused.
+	// +optional
+	Variant string `json:"variant,omitempty"`
 	// ArtifactDigest is the digest of the packages artifact in use.
 	// +optional
 	ArtifactDigest string `json:"artifactDigest,omitempty"`
@@ -164,8 +208,9 @@ type TenantBundleStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=tb
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="name must be at most 63 characters"
-// +kubebuilder:printcolumn:name="Variant",type=string,JSONPath=`.spec.variant`
+// +kubebuilder:printcolumn:name="Variant",type=string,JSONPath=`.status.variant`
 // +kubebuilder:printcolumn:name="Network",type=string,JSONPath=`.status.conditions[?(@.type=="NetworkReady")].status`
+// +kubebuilder:printcolumn:name="Cloud",type=string,JSONPath=`.status.conditions[?(@.type=="CloudReady")].status`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
