@@ -2,13 +2,10 @@ package bootstrap
 
 import (
 	"context"
-	"sort"
-	"strconv"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,29 +29,13 @@ func startTenant(ctx context.Context, name string) (*framework.Tenant, string) {
 	return t, url
 }
 
-// revision is one Helm release revision, read from its storage Secret.
-type revision struct {
-	Release string
-	Version int
-	Status  string
-}
+type revision = framework.Revision
 
 // releaseHistory lists every revision of every release of the cluster.
 func releaseHistory(ctx context.Context, c client.Client) []revision {
-	var secrets corev1.SecretList
-	Expect(c.List(ctx, &secrets, client.MatchingLabels{"owner": "helm"})).To(Succeed())
-	var out []revision
-	for _, s := range secrets.Items {
-		v, _ := strconv.Atoi(s.Labels["version"])
-		out = append(out, revision{Release: s.Namespace + "/" + s.Labels["name"], Version: v, Status: s.Labels["status"]})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Release != out[j].Release {
-			return out[i].Release < out[j].Release
-		}
-		return out[i].Version < out[j].Version
-	})
-	return out
+	hist, err := framework.ReleaseHistory(ctx, c)
+	Expect(err).NotTo(HaveOccurred())
+	return hist
 }
 
 // bundleCondition reads one condition of the TenantBundle.

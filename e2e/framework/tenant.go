@@ -179,3 +179,25 @@ func (t *Tenant) Bundle(ctx context.Context, name string) (*tenantv1.TenantBundl
 	b := &tenantv1.TenantBundle{}
 	return b, t.Client.Get(ctx, client.ObjectKey{Name: name}, b)
 }
+
+// PushCharts pushes the stand-in charts of ordinary Helm repositories
+// (e2e/testdata/charts) to the world's registry under charts/ and returns
+// the oci:// URL to mirror repositories onto.
+func PushCharts(ctx context.Context, w *world.World, names ...string) (string, error) {
+	root, err := world.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	for _, n := range names {
+		if _, err := packages.PushChart(ctx, w.RegistryHost, "charts", filepath.Join(root, "e2e", "testdata", "charts", n)); err != nil {
+			return "", err
+		}
+	}
+	return "oci://" + w.RegistryHost + "/charts", nil
+}
+
+// TestdataDir returns <repo>/e2e/testdata/<sub>.
+func TestdataDir(sub string) (string, error) {
+	root, err := world.RepoRoot()
+	return filepath.Join(root, "e2e", "testdata", sub), err
+}

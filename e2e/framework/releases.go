@@ -1,0 +1,53 @@
+package framework
+
+import (
+	"context"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Revision is one Helm release revision, read from its storage Secret's
+// labels (the release itself is never decoded: values could hold secrets).
+type Revision struct {
+	Release string // namespace/name
+	Version int
+	Status  string
+}
+
+// ReleaseHistory lists every revision of every Helm release of the cluster.
+func ReleaseHistory(ctx context.Context, c client.Client) ([]Revision, error) {
+	var secrets corev1.SecretList
+	if err := c.List(ctx, &secrets, client.MatchingLabels{"owner": "helm"}); err != nil {
+		return nil, err
+	}
+	var out []Revision
+	for _, s := range secrets.Items {
+		v, _ := strconv.Atoi(s.Labels["version"])
+		out = append(out, Revision{Release: s.Namespace + "/" + s.Labels["name"], Version: v, Status: s.Labels["status"]})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Release != out[j].Release {
+			return out[i].Release < out[j].Release
+		}
+		return out[i].Version < out[j].Version
+	})
+	return out, nil
+}
+
+// Releases lists the names (namespace/name) of releases with any revision.
+func Releases(ctx context.Context, c client.Client) ([]string, error) {
+	hist, err := ReleaseHistory(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range hist {
+		if len(out) == 0 || out[len(out)-1] != r.Release {
+			out = append(out, r.Release)
+		}
+	}
+	return out, nil
+}
