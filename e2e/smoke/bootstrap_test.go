@@ -91,6 +91,7 @@ var _ = Describe("A fresh tenant cluster", Ordered, func() {
 				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: noCNILabel, Operator: corev1.NodeSelectorOpDoesNotExist}},
 			}}},
 		}}
+		order := watchReadinessOrder(ctx, "kube-system", cniPods)
 		Expect(k.Create(ctx, daemonSet("kube-system", "cilium", cni, cniPods))).To(Succeed())
 
 		// Nodes are read before pods: a node seen Ready must then find its
@@ -114,6 +115,7 @@ var _ = Describe("A fresh tenant cluster", Ordered, func() {
 				g.Expect(nodeCondition(node, corev1.NodeNetworkUnavailable)).To(Equal(corev1.ConditionFalse), node.Name)
 			}
 		}).WithContext(ctx).WithPolling(20 * time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) { order.expectCNIFirst(g, nodeNames) }).WithContext(ctx).Should(Succeed())
 
 		By("kcm lifting the not-ready and network-unavailable taints")
 		Eventually(func(g Gomega) {

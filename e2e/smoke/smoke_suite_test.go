@@ -40,6 +40,9 @@ var (
 
 func TestSmoke(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// Every Eventually here passes a spec context; without this Gomega would
+	// apply no timeout to them at all.
+	EnforceDefaultTimeoutsWhenUsingContexts()
 	SetDefaultEventuallyTimeout(60 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	SetDefaultConsistentlyDuration(3 * time.Second)
