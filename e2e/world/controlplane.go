@@ -128,6 +128,7 @@ func (w *World) startControlPlane(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	w.apiReady = true
 
 	kcm, err := w.startControllerManager()
 	if err != nil {

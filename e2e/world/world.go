@@ -4,6 +4,18 @@
 // network and cloud initialisation are simulated so that ordering bugs fail
 // here the way they fail on real VMs, and a runner that starts our own
 // Deployments as local processes with the credentials their pods would get.
+//
+// The binaries come from hack/build-world.sh (bin/, or $TENANT_WORLD_BIN).
+// Everything listens on 127.0.0.1 on free ports, so several worlds (a tenant
+// and a management cluster) can run in one process:
+//
+//	w, err := world.Start(ctx, world.Options{
+//		Name:           "tenant",
+//		Nodes:          []world.NodeSpec{{Name: "worker-1"}, {Name: "worker-2"}},
+//		CNIPodSelector: map[string]string{"k8s-app": "cilium"},
+//	})
+//	...
+//	defer w.Stop(failed)
 package world
 
 import (
@@ -121,6 +133,8 @@ type World struct {
 	nodeIPNext int
 	stopped    bool
 	flux       bool
+	// apiReady is set once /readyz answered: only then is there state to dump.
+	apiReady bool
 }
 
 // StartError is returned by Start when the world failed to come up. Start has
@@ -339,7 +353,7 @@ func (w *World) stop(copyLogs, keepDir bool) (string, error) {
 	w.mu.Unlock()
 
 	var errs []error
-	if copyLogs && w.Client != nil {
+	if copyLogs && w.apiReady {
 		if err := w.dumpState(); err != nil {
 			errs = append(errs, fmt.Errorf("dump cluster state: %w", err))
 		}
