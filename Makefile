@@ -52,7 +52,7 @@ unit: ## Unit tests (pure logic).
 
 .PHONY: e2e
 e2e: world-bins build ## e2e suites, one at a time (each starts its own worlds).
-	$(GO) test -p 1 -timeout $(E2E_TIMEOUT) ./e2e/smoke/... ./e2e/bootstrap/... -ginkgo.v
+	$(GO) test -p 1 -timeout $(E2E_TIMEOUT) ./e2e/smoke/... ./e2e/bootstrap/... ./e2e/variants/... -ginkgo.v
 
 .PHONY: test
 test: fmt vet unit e2e ## Everything CI runs.

@@ -19,6 +19,8 @@ var operatorBin string
 
 func TestBootstrap(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// An Eventually given a context has no timeout of its own otherwise.
+	EnforceDefaultTimeoutsWhenUsingContexts()
 	SetDefaultEventuallyTimeout(2 * time.Minute)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	SetDefaultConsistentlyDuration(3 * time.Second)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -171,7 +172,17 @@ func (t *Tenant) ApplyBundle(ctx context.Context, b *tenantv1.TenantBundle) erro
 	}
 	b = b.DeepCopy()
 	b.TypeMeta = metav1.TypeMeta{APIVersion: tenantv1.GroupVersion.String(), Kind: "TenantBundle"}
-	return Apply(ctx, t.Client, b)
+	// The client's RESTMapper may have looked for the kind before the CRD
+	// existed; it rediscovers on the next miss.
+	var applyErr error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		applyErr = Apply(ctx, t.Client, b)
+		return !meta.IsNoMatchError(applyErr), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last: %v)", err, applyErr)
+	}
+	return applyErr
 }
 
 // Bundle reads the TenantBundle back.

@@ -28,7 +28,7 @@ var _ = Describe("A KubeVirt tenant", Ordered, func() {
 		mgmt = startWorld(ctx, world.Options{Name: "kv-mgmt", Nodes: []world.NodeSpec{{Name: "mgmt-1"}}})
 		w = startWorld(ctx, world.Options{Name: "kubevirt", CNIPodSelector: framework.CNISelector,
 			Nodes: nodes("kubevirt", true, "kv-1", "kv-2", "kv-3")})
-		Expect(w.StartCloudSimulator(ctx, mgmt, "tenant-demo", map[string]string{"app": "kubevirt-ccm"},
+		Expect(w.StartCloudSimulator(background(), mgmt, "tenant-demo", map[string]string{"app": "kubevirt-ccm"},
 			func(n *corev1.Node) string { return "kubevirt://" + n.Name })).To(Succeed())
 		url, _, err := framework.PushPackages(ctx, w)
 		Expect(err).NotTo(HaveOccurred())

@@ -32,7 +32,7 @@ var _ = Describe("An OpenStack tenant", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		w = startWorld(ctx, world.Options{Name: "openstack", CNIPodSelector: framework.CNISelector,
 			Nodes: nodes("openstack", true, "os-1", "os-2", "os-3")})
-		Expect(w.StartCloudSimulator(ctx, w, "kube-system", map[string]string{"k8s-app": "openstack-cloud-controller-manager"},
+		Expect(w.StartCloudSimulator(background(), w, "kube-system", map[string]string{"k8s-app": "openstack-cloud-controller-manager"},
 			func(*corev1.Node) string { return "openstack:///" + string(uuid.NewUUID()) })).To(Succeed())
 		recCtx, cancel := context.WithCancel(context.Background())
 		DeferCleanup(cancel)

@@ -27,6 +27,8 @@ var (
 
 func TestVariants(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// An Eventually given a context has no timeout of its own otherwise.
+	EnforceDefaultTimeoutsWhenUsingContexts()
 	SetDefaultEventuallyTimeout(2 * time.Minute)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	SetDefaultConsistentlyDuration(3 * time.Second)
@@ -101,3 +103,12 @@ func releases(ctx context.Context, t *framework.Tenant) []string {
 }
 
 func ready(s metav1.ConditionStatus) OmegaMatcher { return HaveField("Status", Equal(s)) }
+
+// background is a context for watchers that must outlive the node that
+// starts them (a BeforeAll's context ends with it); it ends with the
+// container.
+func background() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	DeferCleanup(cancel)
+	return ctx
+}
