@@ -164,6 +164,44 @@ var _ = Describe("Bootstrap of a fresh tenant cluster", Ordered, func() {
 		}
 	})
 
+	It("upgrades on a value override, keeps it across restarts, and drops it when removed", func(ctx SpecContext) {
+		key := types.NamespacedName{Namespace: "kube-system", Name: "coredns"}
+		replicas := func(g Gomega) int32 {
+			var d appsv1.Deployment
+			g.Expect(t.Client.Get(ctx, key, &d)).To(Succeed())
+			return *d.Spec.Replicas
+		}
+		coredns := func() []revision {
+			var out []revision
+			for _, r := range releaseHistory(ctx, t.Client) {
+				if r.Release == "kube-system/coredns" {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+		withOverride := bundle.DeepCopy()
+		withOverride.Spec.Components = map[string]tenantv1.ComponentOverride{"coredns": {Values: jsonValues(`{"coredns":{"replicaCount":3}}`)}}
+		Expect(t.ApplyBundle(ctx, withOverride)).To(Succeed())
+		Eventually(replicas).WithContext(ctx).Should(BeEquivalentTo(3))
+		expectReady(ctx, t)
+		Expect(coredns()).To(Equal([]revision{
+			{Release: "kube-system/coredns", Version: 1, Status: "superseded"},
+			{Release: "kube-system/coredns", Version: 2, Status: "deployed"},
+		}))
+
+		Expect(t.Operator.Procs[0].Restart(ctx)).To(Succeed())
+		requestReconcile(ctx, t, "after-override")
+		expectReady(ctx, t)
+		Expect(replicas(Default)).To(BeEquivalentTo(3), "the override must survive a restart")
+		Expect(coredns()).To(HaveLen(2))
+
+		Expect(t.ApplyBundle(ctx, bundle)).To(Succeed())
+		Eventually(replicas).WithContext(ctx).Should(BeEquivalentTo(2))
+		expectReady(ctx, t)
+		Expect(coredns()).To(ContainElement(revision{Release: "kube-system/coredns", Version: 3, Status: "deployed"}))
+	})
+
 	DescribeTable("reports bad input with a condition naming the field, keeps running and deletes nothing",
 		func(ctx SpecContext, mutate func(*tenantv1.TenantBundle), reason string, stalled bool, field string) {
 			uids := workloadUIDs(ctx, t)
