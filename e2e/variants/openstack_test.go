@@ -66,7 +66,9 @@ var _ = Describe("An OpenStack tenant", Ordered, func() {
 
 		ciliumReady, ok := timeline.First(func(e framework.Event) bool { return e.Kind == "DaemonSet" && e.Name == "cilium" })
 		Expect(ok).To(BeTrue())
-		ccmRelease, ok := timeline.First(func(e framework.Event) bool { return e.Kind == "Release" && strings.HasPrefix(e.Name, "openstack-ccm ") })
+		ccmRelease, ok := timeline.First(func(e framework.Event) bool {
+			return e.Kind == "Release" && strings.HasPrefix(e.Name, "openstack-ccm ")
+		})
 		Expect(ok).To(BeTrue())
 		Expect(ccmRelease.RV).To(BeNumerically("<", ciliumReady.RV), "the CCM may start before the CNI:\n%s", timeline)
 		cinderRelease, ok := timeline.First(func(e framework.Event) bool { return e.Kind == "Release" && strings.HasPrefix(e.Name, "cinder-csi ") })
