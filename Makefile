@@ -60,3 +60,9 @@ test: fmt vet unit e2e ## Everything CI runs.
 .PHONY: help
 help:
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+##@ Benchmarks
+
+.PHONY: bench
+bench: world-bins build ## Measure bootstrap, the critical-path limit, the Flux-only chain and the idle footprint; writes BENCHMARKS.md.
+	$(GO) run ./bench $(BENCH_ARGS)

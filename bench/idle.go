@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cozystack/tenant-operator/e2e/framework"
+	"github.com/cozystack/tenant-operator/e2e/world"
+	"github.com/cozystack/tenant-operator/internal/seed"
+)
+
+// idleResult is the operator's footprint once the cluster is Ready.
+type idleResult struct {
+	window                        time.Duration
+	requests, writes, leaseWrites int
+	byVerb                        map[string]int
+	rssMiB                        float64
+}
+
+// auditPolicy records every request at Metadata level, once per request.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+`
+
+// measureIdle bootstraps a tenant with the API server's audit log on, waits
+// for Ready, then counts the operator's requests over the window from the
+// audit log (filtered by its ServiceAccount) and reads its RSS at the end.
+func measureIdle(ctx context.Context, bin string, nodes int, window time.Duration) (idleResult, error) {
+	dir, err := os.MkdirTemp("", "bench-audit-")
+	if err != nil {
+		return idleResult{}, err
+	}
+	defer os.RemoveAll(dir)
+	policy, log := filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+		return idleResult{}, err
+	}
+	w, err := newWorld(ctx, "bench-idle", nodes, map[string][]string{
+		world.KubeAPIServer: {"--audit-policy-file=" + policy, "--audit-log-path=" + log, "--audit-log-format=json"},
+	})
+	if err != nil {
+		return idleResult{}, err
+	}
+	defer w.Stop(false)
+	url, _, err := framework.PushPackages(ctx, w)
+	if err != nil {
+		return idleResult{}, err
+	}
+	t, err := framework.StartTenant(ctx, w, bin, framework.SeedConfig(w))
+	if err != nil {
+		return idleResult{}, err
+	}
+	if err := t.ApplyBundle(ctx, framework.Bundle(w, url)); err != nil {
+		return idleResult{}, err
+	}
+	if err := waitBundleReady(ctx, t); err != nil {
+		return idleResult{}, err
+	}
+	from := time.Now()
+	fmt.Printf("  idle window of %s\n", window)
+	// The measurement is the window itself: nothing is awaited here.
+	select {
+	case <-ctx.Done():
+		return idleResult{}, ctx.Err()
+	case <-time.After(window):
+	}
+	to := time.Now()
+	res := idleResult{window: to.Sub(from), byVerb: map[string]int{}}
+	if res.rssMiB, err = rss(t.Operator.Procs[0].PID()); err != nil {
+		return idleResult{}, err
+	}
+	user := fmt.Sprintf("system:serviceaccount:%s:%s", seed.DefaultNamespace, seed.Name)
+	return res, countRequests(log, user, from, to, &res)
+}
+
+type auditEvent struct {
+	Stage     string                     `json:"stage"`
+	Verb      string                     `json:"verb"`
+	Received  time.Time                  `json:"requestReceivedTimestamp"`
+	User      struct{ Username string }  `json:"user"`
+	ObjectRef *struct{ Resource string } `json:"objectRef"`
+}
+
+func countRequests(path, user string, from, to time.Time, res *idleResult) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return err
+		}
+		// One entry per request: a watch at its start, anything else when done.
+		once := (e.Verb == "watch" && e.Stage == "ResponseStarted") || (e.Verb != "watch" && e.Stage == "ResponseComplete")
+		if !once || e.User.Username != user || e.Received.Before(from) || e.Received.After(to) {
+			continue
+		}
+		res.requests++
+		res.byVerb[e.Verb]++
+		switch e.Verb {
+		case "create", "update", "patch", "delete", "deletecollection":
+			res.writes++
+			if e.ObjectRef != nil && e.ObjectRef.Resource == "leases" {
+				res.leaseWrites++
+			}
+		}
+	}
+	return sc.Err()
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/tenant-operator/bundles"
+	"github.com/cozystack/tenant-operator/e2e/framework"
+	"github.com/cozystack/tenant-operator/e2e/packages"
+	"github.com/cozystack/tenant-operator/e2e/world"
+	"github.com/cozystack/tenant-operator/internal/bundle"
+	"github.com/cozystack/tenant-operator/internal/helm"
+	"github.com/cozystack/tenant-operator/internal/readiness"
+)
+
+type operatorRun struct {
+	applyToReady, startToReady time.Duration
+}
+
+type limitRun struct {
+	total time.Duration
+	steps map[string]time.Duration
+}
+
+// pollEvery is how often the bench samples readiness; it bounds the
+// measurement error of each sample, and is applied the same way to every
+// configuration.
+const pollEvery = 10 * time.Millisecond
+
+func newWorld(ctx context.Context, name string, nodes int, extra map[string][]string) (*world.World, error) {
+	opts := world.Options{Name: name, CNIPodSelector: framework.CNISelector, ExtraArgs: extra}
+	for i := 1; i <= nodes; i++ {
+		opts.Nodes = append(opts.Nodes, world.NodeSpec{Name: fmt.Sprintf("node-%d", i)})
+	}
+	return world.Start(ctx, opts)
+}
+
+// measureOperator times the operator from its start, and from the
+// TenantBundle's creation, to TenantBundle Ready.
+func measureOperator(ctx context.Context, bin string, nodes int) (operatorRun, error) {
+	w, err := newWorld(ctx, "bench-operator", nodes, nil)
+	if err != nil {
+		return operatorRun{}, err
+	}
+	defer w.Stop(false)
+	url, _, err := framework.PushPackages(ctx, w)
+	if err != nil {
+		return operatorRun{}, err
+	}
+	start := time.Now()
+	t, err := framework.StartTenant(ctx, w, bin, framework.SeedConfig(w))
+	if err != nil {
+		return operatorRun{}, err
+	}
+	applied := time.Now()
+	if err := t.ApplyBundle(ctx, framework.Bundle(w, url)); err != nil {
+		return operatorRun{}, err
+	}
+	if err := waitBundleReady(ctx, t); err != nil {
+		return operatorRun{}, err
+	}
+	now := time.Now()
+	return operatorRun{applyToReady: now.Sub(applied), startToReady: now.Sub(start)}, nil
+}
+
+func waitBundleReady(ctx context.Context, t *framework.Tenant) error {
+	return wait.PollUntilContextTimeout(ctx, pollEvery, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		b, err := t.Bundle(ctx, "tenant")
+		if err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return conditions.IsReady(b) && b.Status.ObservedGeneration == b.Generation, nil
+	})
+}
+
+// plan is the tenant bundle for a world, as the operator would plan it.
+func plan(w *world.World) ([]bundle.Component, bundle.Facts, error) {
+	def, err := bundle.Load(bundles.FS, "tenant")
+	if err != nil {
+		return nil, nil, err
+	}
+	b := framework.Bundle(w, "")
+	c := b.Spec.Cluster
+	facts, err := bundle.NewFacts(bundle.ClusterInput{APIEndpoint: c.APIEndpoint, PodCIDR: c.PodCIDR, ServiceCIDR: c.ServiceCIDR}, def.Settings)
+	if err != nil {
+		return nil, nil, err
+	}
+	comps, err := def.Plan(facts)
+	return comps, facts, err
+}
+
+// measureCriticalPath installs each component alone, in dependency order,
+// with the same Helm code the operator uses, and times install plus rollout
+// until its workloads are Ready. The limit is the longest path through the
+// DAG of those times: what an ideal installer could not beat.
+func measureCriticalPath(ctx context.Context, nodes int) (limitRun, error) {
+	w, err := newWorld(ctx, "bench-limit", nodes, nil)
+	if err != nil {
+		return limitRun{}, err
+	}
+	defer w.Stop(false)
+	comps, facts, err := plan(w)
+	if err != nil {
+		return limitRun{}, err
+	}
+	hc, err := helm.New(w.Config)
+	if err != nil {
+		return limitRun{}, err
+	}
+	c, err := framework.Client(w)
+	if err != nil {
+		return limitRun{}, err
+	}
+	checker := &readiness.Checker{Reader: c}
+	res := limitRun{steps: map[string]time.Duration{}}
+	finish := map[string]time.Duration{}
+	for _, comp := range comps {
+		ch, err := helm.BuildFromTree(helm.TreeChart{Tree: packages.TestdataDir(), Path: comp.Chart.Path,
+			Libraries: comp.Chart.Libraries, ValuesFiles: comp.Chart.ValuesFiles})
+		if err != nil {
+			return limitRun{}, err
+		}
+		start := time.Now()
+		rel, err := hc.Install(ctx, helm.Request{Namespace: comp.Release.Namespace, Name: comp.Release.Name,
+			Chart: ch, Values: bundle.Values(comp, facts, nil), Digest: "bench"})
+		if err != nil {
+			return limitRun{}, err
+		}
+		objs, err := hc.Objects(rel)
+		if err != nil {
+			return limitRun{}, err
+		}
+		err = wait.PollUntilContextTimeout(ctx, pollEvery, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			h, err := checker.Check(ctx, objs)
+			return h.Ready, err
+		})
+		if err != nil {
+			return limitRun{}, fmt.Errorf("%s: %w", comp.Name, err)
+		}
+		d := time.Since(start)
+		res.steps[comp.Name] = d
+		var after time.Duration
+		for _, dep := range comp.DependsOn {
+			after = max(after, finish[dep])
+		}
+		finish[comp.Name] = after + d
+		res.total = max(res.total, finish[comp.Name])
+	}
+	return res, nil
+}
+
+// rss reads a process's resident set size in MiB.
+func rss(pid int) (float64, error) {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseFloat(f[1], 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+}
+
+// pidOf finds the world's process whose command line starts with name.
+func pidOf(w *world.World, name string) (int, error) {
+	for _, pid := range w.PIDs() {
+		raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv0 := strings.SplitN(string(raw), "\x00", 2)[0]
+		if filepath.Base(argv0) == name {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no %s process", name)
+}
