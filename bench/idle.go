@@ -18,8 +18,10 @@ import (
 type idleResult struct {
 	window                        time.Duration
 	requests, writes, leaseWrites int
-	byVerb                        map[string]int
-	rssMiB                        float64
+	// other counts requests on anything but the leader-election Lease.
+	other  int
+	byVerb map[string]int
+	rssMiB float64
 }
 
 // auditPolicy records every request at Metadata level, once per request.
@@ -109,6 +111,9 @@ func countRequests(path, user string, from, to time.Time, res *idleResult) error
 		}
 		res.requests++
 		res.byVerb[e.Verb]++
+		if e.ObjectRef == nil || e.ObjectRef.Resource != "leases" {
+			res.other++
+		}
 		switch e.Verb {
 		case "create", "update", "patch", "delete", "deletecollection":
 			res.writes++

@@ -121,8 +121,10 @@ func run(ctx context.Context, opts options) error {
 		RenewDeadline:                 &opts.renewDeadline,
 		RetryPeriod:                   &opts.retryEvery,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{ByObject: byObject},
-		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		// Managed fields are a large share of every cached object and the
+		// operator never reads them.
+		Cache:  cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 	}
 	if opts.leaderElect {
 		lock, err := newLock(cfg, opts)
@@ -147,6 +149,9 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
+	// Discovery is the slowest part of the first Helm action; do it while
+	// the manager waits for its Lease and caches.
+	go helmClient.Warm()
 	engine := bootstrap.NewEngine(helmClient, applier, &readiness.Checker{Reader: mgr.GetCache()}, bootstrap.NewDriftTracker())
 	if err := (&tenantbundle.Reconciler{
 		Client:    mgr.GetClient(),

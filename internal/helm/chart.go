@@ -27,25 +27,44 @@ type TreeChart struct {
 	ValuesFiles []string          // files inside the chart directory; first overwrites, later merge
 }
 
-// Chart is a loaded chart with the digest of everything it was built from.
+// Chart is a validated chart and the digest of everything it was built
+// from. It is loaded afresh for each install or upgrade (Load): Helm
+// mutates the charts it installs, and a reconcile that only checks
+// readiness, the common case, never needs the chart at all, so a Chart can
+// be cached by digest and shared.
 type Chart struct {
-	Chart  *chart.Chart
-	Digest string
+	Digest  string
+	Version string
+	load    func() (*chart.Chart, error)
 }
+
+// Load returns a fresh copy of the chart.
+func (c *Chart) Load() (*chart.Chart, error) { return c.load() }
 
 // ErrChartInvalid wraps every problem with the chart itself.
 var ErrChartInvalid = fmt.Errorf("chart invalid")
 
 // BuildFromTree loads a chart out of a packages tree.
 func BuildFromTree(tc TreeChart) (*Chart, error) {
+	ch, digest, err := buildFromTree(tc)
+	if err != nil {
+		return nil, err
+	}
+	return &Chart{Digest: digest, Version: ch.Metadata.Version, load: func() (*chart.Chart, error) {
+		ch, _, err := buildFromTree(tc)
+		return ch, err
+	}}, nil
+}
+
+func buildFromTree(tc TreeChart) (*chart.Chart, string, error) {
 	dir := filepath.Join(tc.Tree, filepath.Clean("/"+tc.Path))
 	ch, err := loader.LoadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrChartInvalid, tc.Path, err)
+		return nil, "", fmt.Errorf("%w: %s: %v", ErrChartInvalid, tc.Path, err)
 	}
 	h := sha256.New()
 	if err := hashDir(h, dir); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	names := make([]string, 0, len(tc.Libraries))
 	for n := range tc.Libraries {
@@ -56,13 +75,13 @@ func BuildFromTree(tc TreeChart) (*Chart, error) {
 		libDir := filepath.Join(tc.Tree, filepath.Clean("/"+tc.Libraries[name]))
 		lib, err := loader.LoadDir(libDir)
 		if err != nil {
-			return nil, fmt.Errorf("%w: library %s of %s: %v", ErrChartInvalid, name, tc.Path, err)
+			return nil, "", fmt.Errorf("%w: library %s of %s: %v", ErrChartInvalid, name, tc.Path, err)
 		}
 		lib.Metadata.Name = name
 		replaceDependency(ch, lib)
 		fmt.Fprintf(h, "lib:%s\n", name)
 		if err := hashDir(h, libDir); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if len(tc.ValuesFiles) > 0 {
@@ -70,11 +89,11 @@ func BuildFromTree(tc TreeChart) (*Chart, error) {
 		for i, f := range tc.ValuesFiles {
 			raw, err := os.ReadFile(filepath.Join(dir, filepath.Clean("/"+f)))
 			if err != nil {
-				return nil, fmt.Errorf("%w: values file %s of %s: %v", ErrChartInvalid, f, tc.Path, err)
+				return nil, "", fmt.Errorf("%w: values file %s of %s: %v", ErrChartInvalid, f, tc.Path, err)
 			}
 			layer := map[string]any{}
 			if err := yaml.Unmarshal(raw, &layer); err != nil {
-				return nil, fmt.Errorf("%w: values file %s of %s: %v", ErrChartInvalid, f, tc.Path, err)
+				return nil, "", fmt.Errorf("%w: values file %s of %s: %v", ErrChartInvalid, f, tc.Path, err)
 			}
 			if i == 0 {
 				vals = layer
@@ -86,9 +105,9 @@ func BuildFromTree(tc TreeChart) (*Chart, error) {
 		ch.Values = vals
 	}
 	if err := checkDependencies(ch); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrChartInvalid, tc.Path, err)
+		return nil, "", fmt.Errorf("%w: %s: %v", ErrChartInvalid, tc.Path, err)
 	}
-	return &Chart{Chart: ch, Digest: "sha256:" + hex.EncodeToString(h.Sum(nil))}, nil
+	return ch, "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func replaceDependency(ch *chart.Chart, dep *chart.Chart) {

@@ -144,7 +144,11 @@ func (c *Client) Install(ctx context.Context, req Request) (*Release, error) {
 	in.CreateNamespace = true
 	in.Replace = true
 	in.Labels = map[string]string{DigestLabel: req.Digest}
-	rel, err := in.RunWithContext(ctx, req.Chart.Chart, req.Values)
+	ch, err := req.Chart.Load()
+	if err != nil {
+		return nil, err
+	}
+	rel, err := in.RunWithContext(ctx, ch, req.Values)
 	return result(rel, err)
 }
 
@@ -159,7 +163,11 @@ func (c *Client) Upgrade(ctx context.Context, req Request) (*Release, error) {
 	up.MaxHistory = MaxHistory
 	up.ResetValues = true
 	up.Labels = map[string]string{DigestLabel: req.Digest}
-	rel, err := up.RunWithContext(ctx, req.Name, req.Chart.Chart, req.Values)
+	ch, err := req.Chart.Load()
+	if err != nil {
+		return nil, err
+	}
+	rel, err := up.RunWithContext(ctx, req.Name, ch, req.Values)
 	return result(rel, err)
 }
 

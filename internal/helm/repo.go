@@ -15,6 +15,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/repo"
 	"oras.land/oras-go/v2/content"
@@ -57,14 +58,21 @@ func PullRepoChart(ctx context.Context, rc RepoChart) (*Chart, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch, err := loader.LoadArchive(bytes.NewReader(archive))
+	load := func() (*chart.Chart, error) {
+		ch, err := loader.LoadArchive(bytes.NewReader(archive))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s/%s: %v", ErrChartInvalid, rc.Repo, rc.Name, err)
+		}
+		if err := checkDependencies(ch); err != nil {
+			return nil, fmt.Errorf("%w: %s/%s: %v", ErrChartInvalid, rc.Repo, rc.Name, err)
+		}
+		return ch, nil
+	}
+	ch, err := load()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s/%s: %v", ErrChartInvalid, rc.Repo, rc.Name, err)
+		return nil, err
 	}
-	if err := checkDependencies(ch); err != nil {
-		return nil, fmt.Errorf("%w: %s/%s: %v", ErrChartInvalid, rc.Repo, rc.Name, err)
-	}
-	return &Chart{Chart: ch, Digest: digest}, nil
+	return &Chart{Digest: digest, Version: ch.Metadata.Version, load: load}, nil
 }
 
 func pullOCI(ctx context.Context, rc RepoChart) ([]byte, string, error) {
@@ -201,4 +209,10 @@ func (c *Client) ServerMinor() (string, error) {
 	}
 	c.minor = strings.TrimSuffix(v.Minor, "+")
 	return c.minor, nil
+}
+
+// Warm fills the discovery cache that every Helm action reads.
+func (c *Client) Warm() {
+	_, _, _ = c.discovery.ServerGroupsAndResources()
+	_, _ = c.ServerMinor()
 }

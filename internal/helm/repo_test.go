@@ -86,8 +86,8 @@ func TestPullRepoChartHTTP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ch.Chart.Metadata.Version != tt.wantVersion {
-				t.Fatalf("version = %s, want %s", ch.Chart.Metadata.Version, tt.wantVersion)
+			if ch.Version != tt.wantVersion {
+				t.Fatalf("version = %s, want %s", ch.Version, tt.wantVersion)
 			}
 		})
 	}

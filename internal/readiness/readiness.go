@@ -14,7 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // Workload kinds whose readiness gates a component. The operator's cache
@@ -93,5 +95,32 @@ func compute(obj client.Object, like *unstructured.Unstructured) (*status.Result
 	u := &unstructured.Unstructured{Object: raw}
 	// Typed objects from the cache carry no TypeMeta; kstatus needs it.
 	u.SetGroupVersionKind(like.GroupVersionKind())
+	return status.Compute(u)
+}
+
+// Changed reports whether an update of a workload can change what the
+// operator decides: its spec (generation) or its kstatus verdict. Status
+// churn that leaves both alone (heartbeats, counters that do not cross a
+// threshold) wakes nobody, which keeps the operator silent at idle.
+func Changed(old, new client.Object) bool {
+	if old.GetGeneration() != new.GetGeneration() {
+		return true
+	}
+	a, errA := statusOf(old)
+	b, errB := statusOf(new)
+	return errA != nil || errB != nil || a.Status != b.Status || a.Message != b.Message
+}
+
+func statusOf(obj client.Object) (*status.Result, error) {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: raw}
+	gvk, err := apiutil.GVKForObject(obj, clientgoscheme.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	u.SetGroupVersionKind(gvk)
 	return status.Compute(u)
 }

@@ -148,6 +148,11 @@ func deployment(cfg Config, labels map[string]string) *appsv1.Deployment {
 							// until the CNI replaces kube-proxy.
 							{Name: "KUBERNETES_SERVICE_HOST", Value: cfg.APIHost},
 							{Name: "KUBERNETES_SERVICE_PORT", Value: strconv.Itoa(cfg.APIPort)},
+							// A soft heap limit: the Go runtime collects and
+							// returns memory to stay near it, so the idle
+							// footprint stays small after the bursts of a
+							// bootstrap (rendering charts).
+							{Name: "GOMEMLIMIT", Value: "40MiB"},
 							{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 							{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 						},

@@ -114,6 +114,20 @@ func (p *Puller) Pull(ctx context.Context, ref Ref) (*Artifact, error) {
 	return &Artifact{Digest: desc.Digest.String(), Dir: dir}, nil
 }
 
+// Cached returns the extracted artifact of a digest pulled before, if the
+// cache still holds it.
+func (p *Puller) Cached(dgst string) (*Artifact, bool) {
+	d, err := digest.Parse(dgst)
+	if err != nil {
+		return nil, false
+	}
+	dir := filepath.Join(p.CacheDir, d.Encoded())
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
+		return nil, false
+	}
+	return &Artifact{Digest: dgst, Dir: dir}, true
+}
+
 func (p *Puller) repository(ref Ref) (*remote.Repository, error) {
 	name, ok := strings.CutPrefix(ref.URL, "oci://")
 	if !ok {

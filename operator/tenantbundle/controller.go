@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,6 +39,8 @@ type Reconciler struct {
 	Variants map[string]*bundle.Variant
 	// KubeMinor reports the cluster's Kubernetes minor version.
 	KubeMinor func() (string, error)
+
+	charts chartCache
 }
 
 // Reconcile brings the cluster to what the TenantBundle describes. It has no
@@ -71,6 +74,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if _, isTerminal := classify(retErr); retErr == nil || isTerminal {
 			obj.Status.ObservedGeneration = obj.Generation
 		}
+		if equality.Semantic.DeepEqual(before.Status, obj.Status) {
+			return // nothing new to say: no write
+		}
 		if err := r.Status().Patch(ctx, obj, client.MergeFrom(before), client.FieldOwner(apply.FieldOwner)); err != nil {
 			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
 		}
@@ -95,7 +101,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *tenantv1.TenantBundle) 
 	obj.Status.ArtifactDigest = art.Digest
 	conditions.MarkTrue(obj, tenantv1.SourceReadyCondition, tenantv1.ReasonSucceeded, "pulled %s", art.Digest)
 
-	comps, err := r.components(ctx, obj, p.components, p.facts, art.Dir)
+	comps, err := r.components(ctx, obj, p.components, p.facts, art)
 	if err != nil {
 		return "", err
 	}

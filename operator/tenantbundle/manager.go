@@ -89,7 +89,9 @@ func (r *Reconciler) workloadHandler() handler.EventHandler {
 			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
 				mark(e.ObjectNew)
 			}
-			enqueueAll(ctx, q)
+			if readiness.Changed(e.ObjectOld, e.ObjectNew) {
+				enqueueAll(ctx, q)
+			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
 			mark(e.Object)

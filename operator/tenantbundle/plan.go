@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -116,8 +117,18 @@ func componentNames(def *bundle.Definition) string {
 	return strings.Join(names, ", ")
 }
 
-// pull fetches and verifies the packages artifact.
+// pull fetches and verifies the packages artifact. The registry is asked
+// again only when the spec changed or a reconcile was requested: the many
+// reconciles of a bootstrap (one per workload event) reuse the digest the
+// last one resolved, and a tag moved in the registry is picked up on the
+// next spec change or reconcile request.
 func (r *Reconciler) pull(ctx context.Context, obj *tenantv1.TenantBundle) (*source.Artifact, error) {
+	if obj.Status.ArtifactDigest != "" && obj.Status.ObservedGeneration == obj.Generation &&
+		obj.Status.LastHandledReconcileAt == obj.GetAnnotations()[requestedAtAnnotation] {
+		if art, ok := r.Puller.Cached(obj.Status.ArtifactDigest); ok {
+			return art, nil
+		}
+	}
 	p := obj.Spec.Packages
 	ref := source.Ref{URL: p.URL, Tag: p.Tag, Digest: p.Digest, Insecure: p.Insecure}
 	if p.PullSecretRef != nil {
@@ -165,7 +176,7 @@ func (r *Reconciler) pullCredentials(ctx context.Context, ref tenantv1.SecretRef
 }
 
 // components builds each planned component's chart, values and digest.
-func (r *Reconciler) components(ctx context.Context, obj *tenantv1.TenantBundle, planned []bundle.Component, facts bundle.Facts, tree string) ([]*bootstrap.Component, error) {
+func (r *Reconciler) components(ctx context.Context, obj *tenantv1.TenantBundle, planned []bundle.Component, facts bundle.Facts, art *source.Artifact) ([]*bootstrap.Component, error) {
 	out := make([]*bootstrap.Component, 0, len(planned))
 	for _, c := range planned {
 		override := map[string]any{}
@@ -174,7 +185,7 @@ func (r *Reconciler) components(ctx context.Context, obj *tenantv1.TenantBundle,
 				return nil, terminal(tenantv1.ReasonInvalidSpec, "spec.components.%s.values: must be an object: %v", c.Name, err)
 			}
 		}
-		ch, err := r.chart(ctx, obj, c, facts, tree)
+		ch, err := r.chart(ctx, obj, c, facts, art)
 		if err != nil {
 			return nil, err
 		}
@@ -194,19 +205,32 @@ func digest(chartDigest string, vals map[string]any) string {
 
 // chart builds a component's chart from the packages tree, or pulls it from
 // its Helm repository (through a mirror when the TenantBundle names one).
-func (r *Reconciler) chart(ctx context.Context, obj *tenantv1.TenantBundle, c bundle.Component, facts bundle.Facts, tree string) (*helm.Chart, error) {
+//
+// Charts are cached by what fixes their content, so the many reconciles of
+// a bootstrap build each chart once: a packages-tree chart by the artifact's
+// digest (content-addressed), a repository chart for the current generation
+// and reconcile request (a moved tag is picked up like the artifact's).
+func (r *Reconciler) chart(ctx context.Context, obj *tenantv1.TenantBundle, c bundle.Component, facts bundle.Facts, art *source.Artifact) (*helm.Chart, error) {
 	if c.Chart.Path != "" {
-		ch, err := helm.BuildFromTree(helm.TreeChart{Tree: tree, Path: c.Chart.Path,
-			Libraries: c.Chart.Libraries, ValuesFiles: c.Chart.ValuesFiles})
-		if err != nil {
-			return nil, terminal(tenantv1.ReasonChartInvalid, "component %s: %v", c.Name, err)
-		}
-		return ch, nil
+		key := fmt.Sprintf("tree|%s|%+v", art.Digest, c.Chart)
+		return r.charts.get(key, func() (*helm.Chart, error) {
+			ch, err := helm.BuildFromTree(helm.TreeChart{Tree: art.Dir, Path: c.Chart.Path,
+				Libraries: c.Chart.Libraries, ValuesFiles: c.Chart.ValuesFiles})
+			if err != nil {
+				return nil, terminal(tenantv1.ReasonChartInvalid, "component %s: %v", c.Name, err)
+			}
+			return ch, nil
+		})
 	}
 	rc := helm.RepoChart{Repo: c.Chart.Repo, Name: c.Chart.Name, Version: facts.Expand(c.Chart.Version)}
 	if m, ok := obj.Spec.ChartMirrors[c.Chart.Repo]; ok {
 		rc.Repo, rc.Insecure = m.URL, m.Insecure
 	}
+	key := fmt.Sprintf("repo|%s|%d|%s|%+v", obj.Name, obj.Generation, obj.GetAnnotations()[requestedAtAnnotation], rc)
+	return r.charts.get(key, func() (*helm.Chart, error) { return r.pullRepoChart(ctx, c, rc) })
+}
+
+func (r *Reconciler) pullRepoChart(ctx context.Context, c bundle.Component, rc helm.RepoChart) (*helm.Chart, error) {
 	ch, err := helm.PullRepoChart(ctx, rc)
 	switch {
 	case errors.Is(err, helm.ErrChartInvalid):
@@ -214,5 +238,32 @@ func (r *Reconciler) chart(ctx context.Context, obj *tenantv1.TenantBundle, c bu
 	case err != nil:
 		return nil, retry(tenantv1.ReasonArtifactFailed, fmt.Errorf("component %s: %w", c.Name, err))
 	}
+	return ch, nil
+}
+
+// chartCache holds built charts by key. It is bounded crudely: charts are
+// small, keys change only with a new artifact or a new generation, and a
+// reset costs one rebuild.
+type chartCache struct {
+	mu sync.Mutex
+	m  map[string]*helm.Chart
+}
+
+const chartCacheSize = 256
+
+func (c *chartCache) get(key string, build func() (*helm.Chart, error)) (*helm.Chart, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch, ok := c.m[key]; ok {
+		return ch, nil
+	}
+	ch, err := build()
+	if err != nil {
+		return nil, err
+	}
+	if c.m == nil || len(c.m) >= chartCacheSize {
+		c.m = map[string]*helm.Chart{}
+	}
+	c.m[key] = ch
 	return ch, nil
 }
