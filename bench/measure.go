@@ -61,6 +61,9 @@ func measureOperator(ctx context.Context, bin string, nodes int) (operatorRun, e
 	if err != nil {
 		return operatorRun{}, err
 	}
+	if err := t.WaitForCRDs(ctx); err != nil {
+		return operatorRun{}, err
+	}
 	applied := time.Now()
 	if err := t.ApplyBundle(ctx, framework.Bundle(w, url)); err != nil {
 		return operatorRun{}, err

@@ -10,12 +10,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,10 +25,9 @@ import (
 	"github.com/cozystack/tenant-operator/internal/bundle"
 	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/readiness"
+	"github.com/cozystack/tenant-operator/internal/scheme"
 	"github.com/cozystack/tenant-operator/internal/source"
 	"github.com/cozystack/tenant-operator/manifests"
-	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
-	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
 	"github.com/cozystack/tenant-operator/operator/tenantbundle"
 	"github.com/cozystack/tenant-operator/variants"
@@ -86,18 +81,9 @@ func main() {
 	}
 }
 
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(tenantv1.AddToScheme(s))
-	utilruntime.Must(cozyv1.AddToScheme(s))
-	return s
-}
-
 func run(ctx context.Context, opts options) error {
 	cfg := ctrl.GetConfigOrDie()
-	scheme := newScheme()
+	scheme := scheme.New()
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return err

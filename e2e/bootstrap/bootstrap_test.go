@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,12 +13,14 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/tenant-operator/e2e/framework"
 	"github.com/cozystack/tenant-operator/e2e/world"
+	"github.com/cozystack/tenant-operator/internal/apply"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
@@ -243,6 +246,22 @@ var _ = Describe("Bootstrap of a fresh tenant cluster", Ordered, func() {
 			b.Spec.Bundle = "nope"
 		}, tenantv1.ReasonUnknownBundle, true, "spec.bundle"),
 	)
+
+	It("accepts a PackageSource and a Package written for the Cozystack platform, unchanged", func(ctx SpecContext) {
+		dir, err := framework.TestdataDir("cozystack")
+		Expect(err).NotTo(HaveOccurred())
+		objs, err := apply.ReadManifests(os.DirFS(dir), "*.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(objs).To(HaveLen(2))
+		for _, o := range objs {
+			want := o.DeepCopy()
+			Expect(t.Client.Create(ctx, o)).To(Succeed())
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(o.GroupVersionKind())
+			Expect(t.Client.Get(ctx, client.ObjectKeyFromObject(o), got)).To(Succeed())
+			Expect(got.Object["spec"]).To(Equal(want.Object["spec"]), "%s: no field may be pruned or changed", o.GetKind())
+		}
+	})
 
 	It("refuses a malformed TenantBundle at admission with the field named", func(ctx SpecContext) {
 		bad := bundle.DeepCopy()

@@ -3,7 +3,6 @@ package bootstrap
 import (
 	"context"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/cozystack/tenant-operator/e2e/framework"
 	"github.com/cozystack/tenant-operator/e2e/world"
-	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
 var tenantNodes = []world.NodeSpec{{Name: "worker-1"}, {Name: "worker-2"}, {Name: "worker-3"}}
@@ -38,28 +36,11 @@ func releaseHistory(ctx context.Context, c client.Client) []revision {
 	return hist
 }
 
-// bundleCondition reads one condition of the TenantBundle.
 func bundleCondition(ctx context.Context, t *framework.Tenant, typ string) func(Gomega) *metav1.Condition {
-	return func(g Gomega) *metav1.Condition {
-		b, err := t.Bundle(ctx, "tenant")
-		g.Expect(err).NotTo(HaveOccurred())
-		c := conditions.Get(b, typ)
-		g.Expect(c).NotTo(BeNil(), "condition %s not set yet", typ)
-		g.Expect(c.ObservedGeneration).To(Equal(b.Generation), "condition %s is of an older generation", typ)
-		return c
-	}
+	return framework.Condition(ctx, t, typ)
 }
 
-// expectReady waits for the TenantBundle to be Ready at its latest
-// generation.
-func expectReady(ctx context.Context, t *framework.Tenant) {
-	Eventually(func(g Gomega) {
-		b, err := t.Bundle(ctx, "tenant")
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(b.Status.ObservedGeneration).To(Equal(b.Generation))
-		g.Expect(conditions.IsReady(b)).To(BeTrue(), "Ready: %v", conditions.Get(b, tenantv1.ReadyCondition))
-	}).WithContext(ctx).Should(Succeed())
-}
+func expectReady(ctx context.Context, t *framework.Tenant) { framework.ExpectReady(ctx, t) }
 
 const metav1ConditionFalse = metav1.ConditionFalse
 

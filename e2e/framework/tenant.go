@@ -16,15 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/tenant-operator/e2e/packages"
 	"github.com/cozystack/tenant-operator/e2e/world"
+	"github.com/cozystack/tenant-operator/internal/scheme"
 	"github.com/cozystack/tenant-operator/internal/seed"
-	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
@@ -39,14 +37,7 @@ const (
 )
 
 // Scheme knows our kinds besides the built-in ones.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(tenantv1.AddToScheme(s))
-	utilruntime.Must(cozyv1.AddToScheme(s))
-	return s
-}
+func Scheme() *runtime.Scheme { return scheme.New() }
 
 // Client returns an admin client of w that knows our kinds.
 func Client(w *world.World) (client.Client, error) {
@@ -155,7 +146,28 @@ func Apply(ctx context.Context, c client.Client, obj client.Object) error {
 // ApplyBundle waits for the operator to have established the TenantBundle
 // CRD, then applies b.
 func (t *Tenant) ApplyBundle(ctx context.Context, b *tenantv1.TenantBundle) error {
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	if err := t.WaitForCRDs(ctx); err != nil {
+		return err
+	}
+	b = b.DeepCopy()
+	b.TypeMeta = metav1.TypeMeta{APIVersion: tenantv1.GroupVersion.String(), Kind: "TenantBundle"}
+	// The client's RESTMapper may have looked for the kind before the CRD
+	// existed; it rediscovers on the next miss.
+	var applyErr error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		applyErr = Apply(ctx, t.Client, b)
+		return !meta.IsNoMatchError(applyErr), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last: %v)", err, applyErr)
+	}
+	return applyErr
+}
+
+// WaitForCRDs waits until the operator has established the TenantBundle
+// CRD (it installs its CRDs at start).
+func (t *Tenant) WaitForCRDs(ctx context.Context) error {
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := t.Client.Get(ctx, client.ObjectKey{Name: "tenantbundles.tenant.cozystack.io"}, &crd); err != nil {
 			return false, client.IgnoreNotFound(err)
@@ -170,19 +182,7 @@ func (t *Tenant) ApplyBundle(ctx context.Context, b *tenantv1.TenantBundle) erro
 	if err != nil {
 		return fmt.Errorf("waiting for the TenantBundle CRD: %w", err)
 	}
-	b = b.DeepCopy()
-	b.TypeMeta = metav1.TypeMeta{APIVersion: tenantv1.GroupVersion.String(), Kind: "TenantBundle"}
-	// The client's RESTMapper may have looked for the kind before the CRD
-	// existed; it rediscovers on the next miss.
-	var applyErr error
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		applyErr = Apply(ctx, t.Client, b)
-		return !meta.IsNoMatchError(applyErr), nil
-	})
-	if err != nil {
-		return fmt.Errorf("%w (last: %v)", err, applyErr)
-	}
-	return applyErr
+	return nil
 }
 
 // Bundle reads the TenantBundle back.

@@ -3,6 +3,7 @@ package variants
 import (
 	"path/filepath"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -62,5 +63,34 @@ var _ = Describe("A backend added as a folder", func() {
 			}
 		}
 		Expect(n).To(Equal(2))
+	})
+})
+
+var _ = Describe("A cluster whose nodes give no backend signal yet", func() {
+	It("reports the variant as Unknown while the network tier comes up", func(ctx SpecContext) {
+		w := startWorld(ctx, world.Options{Name: "nosignal", CNIPodSelector: framework.CNISelector,
+			Nodes: []world.NodeSpec{{Name: "plain-1"}, {Name: "plain-2"}}})
+		url, _, err := framework.PushPackages(ctx, w)
+		Expect(err).NotTo(HaveOccurred())
+		t := startTenant(ctx, w)
+		b := framework.Bundle(w, url)
+		b.Spec.Variant = "auto"
+		Expect(t.ApplyBundle(ctx, b)).To(Succeed())
+
+		Eventually(condition(ctx, t, tenantv1.NetworkReadyCondition)).WithContext(ctx).Should(ready(metav1.ConditionTrue))
+		Eventually(condition(ctx, t, tenantv1.VariantResolvedCondition)).WithContext(ctx).Should(And(
+			ready(metav1.ConditionUnknown), HaveField("Reason", Equal(tenantv1.ReasonVariantUnknown)),
+			HaveField("Message", ContainSubstring("node.cluster.x-k8s.io/backend"))))
+		Eventually(condition(ctx, t, tenantv1.ReadyCondition)).WithContext(ctx).Should(And(
+			ready(metav1.ConditionFalse), HaveField("Message", ContainSubstring("variant:"))))
+		bundle, err := t.Bundle(ctx, "tenant")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(bundle.Status.Variant).To(BeEmpty())
+		Expect(conditions.IsStalled(bundle)).To(BeFalse(), "waiting for nodes is not stalled")
+
+		By("a node group of a known backend joins")
+		Expect(w.AddNode(ctx, world.NodeSpec{Name: "kv-late", Labels: map[string]string{"node.cluster.x-k8s.io/backend": "kubevirt"}})).To(Succeed())
+		Eventually(condition(ctx, t, tenantv1.VariantResolvedCondition)).WithContext(ctx).Should(And(
+			ready(metav1.ConditionTrue), HaveField("Message", ContainSubstring("kubevirt"))))
 	})
 })

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +16,6 @@ import (
 	"github.com/cozystack/tenant-operator/e2e/framework"
 	"github.com/cozystack/tenant-operator/e2e/world"
 	"github.com/cozystack/tenant-operator/internal/bundle"
-	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
 var (
@@ -75,26 +73,11 @@ func startTenant(ctx context.Context, w *world.World, extraArgs ...string) *fram
 	return t
 }
 
-// condition reads one condition of the TenantBundle at its latest generation.
 func condition(ctx context.Context, t *framework.Tenant, typ string) func(Gomega) *metav1.Condition {
-	return func(g Gomega) *metav1.Condition {
-		b, err := t.Bundle(ctx, "tenant")
-		g.Expect(err).NotTo(HaveOccurred())
-		c := conditions.Get(b, typ)
-		g.Expect(c).NotTo(BeNil(), "condition %s not set yet", typ)
-		g.Expect(c.ObservedGeneration).To(Equal(b.Generation))
-		return c
-	}
+	return framework.Condition(ctx, t, typ)
 }
 
-func expectReady(ctx context.Context, t *framework.Tenant) {
-	Eventually(func(g Gomega) {
-		b, err := t.Bundle(ctx, "tenant")
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(b.Status.ObservedGeneration).To(Equal(b.Generation))
-		g.Expect(conditions.IsReady(b)).To(BeTrue(), "Ready: %v", conditions.Get(b, tenantv1.ReadyCondition))
-	}).WithContext(ctx).Should(Succeed())
-}
+func expectReady(ctx context.Context, t *framework.Tenant) { framework.ExpectReady(ctx, t) }
 
 func releases(ctx context.Context, t *framework.Tenant) []string {
 	r, err := framework.Releases(ctx, t.Client)

@@ -1,0 +1,35 @@
+package framework
+
+import (
+	"context"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
+)
+
+// ExpectReady waits for the TenantBundle "tenant" to be Ready at its latest
+// generation.
+func ExpectReady(ctx context.Context, t *Tenant) {
+	Eventually(func(g Gomega) {
+		b, err := t.Bundle(ctx, "tenant")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(b.Status.ObservedGeneration).To(Equal(b.Generation))
+		g.Expect(conditions.IsReady(b)).To(BeTrue(), "Ready: %v", conditions.Get(b, tenantv1.ReadyCondition))
+	}).WithContext(ctx).Should(Succeed())
+}
+
+// Condition reads one condition of the TenantBundle "tenant", failing the
+// attempt while it is missing or of an older generation; for Eventually.
+func Condition(ctx context.Context, t *Tenant, typ string) func(Gomega) *metav1.Condition {
+	return func(g Gomega) *metav1.Condition {
+		b, err := t.Bundle(ctx, "tenant")
+		g.Expect(err).NotTo(HaveOccurred())
+		c := conditions.Get(b, typ)
+		g.Expect(c).NotTo(BeNil(), "condition %s not set yet", typ)
+		g.Expect(c.ObservedGeneration).To(Equal(b.Generation), "condition %s is of an older generation", typ)
+		return c
+	}
+}

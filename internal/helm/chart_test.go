@@ -1,0 +1,91 @@
+package helm
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+// The stand-in packages tree has the Cozystack layout: umbrella charts under
+// system/, a library under library/.
+var tree = filepath.Join("..", "..", "e2e", "testdata", "packages")
+
+func TestBuildFromTree(t *testing.T) {
+	tests := []struct {
+		name    string
+		tc      TreeChart
+		wantErr error
+		check   func(t *testing.T, c *Chart)
+	}{
+		{"umbrella chart with its vendored subchart", TreeChart{Path: "system/cilium"}, nil, func(t *testing.T, c *Chart) {
+			ch, err := c.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ch.Dependencies()) != 1 || ch.Dependencies()[0].Name() != "cilium" {
+				t.Fatalf("dependencies = %v", ch.Dependencies())
+			}
+		}},
+		{"values files merged in order, later ones win", TreeChart{Path: "system/cilium", ValuesFiles: []string{"values.yaml", "values-talos.yaml"}}, nil, func(t *testing.T, c *Chart) {
+			ch, err := c.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cilium := ch.Values["cilium"].(map[string]any)
+			if cilium["k8sServiceHost"] != "localhost" || cilium["kubeProxyReplacement"] != true {
+				t.Fatalf("cilium values = %v", cilium)
+			}
+		}},
+		{"library vendored into charts/", TreeChart{Path: "system/metrics-server", Libraries: map[string]string{"cozy-lib": "library/cozy-lib"}}, nil, func(t *testing.T, c *Chart) {
+			ch, err := c.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, d := range ch.Dependencies() {
+				found = found || d.Name() == "cozy-lib"
+			}
+			if !found {
+				t.Fatal("cozy-lib not vendored")
+			}
+		}},
+		{"a dependency neither vendored nor supplied", TreeChart{Path: "system/metrics-server"}, ErrChartInvalid, nil},
+		{"a missing values file", TreeChart{Path: "system/cilium", ValuesFiles: []string{"values-nope.yaml"}}, ErrChartInvalid, nil},
+		{"a missing chart", TreeChart{Path: "system/nope"}, ErrChartInvalid, nil},
+		{"a path escaping the tree stays inside it", TreeChart{Path: "../../../../etc"}, ErrChartInvalid, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.tc.Tree = tree
+			c, err := BuildFromTree(tt.tc)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestDigestFollowsContent(t *testing.T) {
+	a, err := BuildFromTree(TreeChart{Tree: tree, Path: "system/cilium"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := BuildFromTree(TreeChart{Tree: tree, Path: "system/cilium"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := BuildFromTree(TreeChart{Tree: tree, Path: "system/cilium", ValuesFiles: []string{"values.yaml", "values-talos.yaml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Digest != b.Digest || a.Digest == c.Digest {
+		t.Fatalf("digests: same input %s/%s, other values files %s", a.Digest, b.Digest, c.Digest)
+	}
+}
