@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -113,13 +112,9 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *tenantv1.TenantBundle) 
 	setComponents(obj, results, charts)
 	setTierCondition(obj, tenantv1.NetworkReadyCondition, bundle.TierNetwork, results)
 
-	var nodes corev1.NodeList
-	if err := r.List(ctx, &nodes); err != nil {
-		return "", err
-	}
 	effects := ""
 	if p.variant != nil {
-		effects = waitingForEffects(p.variant, nodes.Items)
+		effects = waitingForEffects(p.variant, p.nodes)
 	}
 	setCloudCondition(obj, p.variant, results, effects)
 	notReady := bootstrap.Summary(results)

@@ -27,6 +27,7 @@ type plan struct {
 	variantErr error // a terminal problem with the variant; the network tier still runs
 	components []bundle.Component
 	facts      bundle.Facts
+	nodes      []corev1.Node
 }
 
 // makePlan resolves the bundle, the variant and the cluster facts of obj
@@ -46,7 +47,7 @@ func (r *Reconciler) makePlan(ctx context.Context, obj *tenantv1.TenantBundle) (
 	if err := r.List(ctx, &nodes); err != nil {
 		return nil, err
 	}
-	p := &plan{}
+	p := &plan{nodes: nodes.Items}
 	p.variant, p.variantErr = r.resolveVariant(ctx, obj, nodes.Items)
 	credentials, err := r.checkCredentials(ctx, obj, p.variant)
 	if err != nil {
