@@ -9,16 +9,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 )
 
@@ -57,9 +60,15 @@ type Client struct {
 	discovery discovery.CachedDiscoveryInterface
 	mapper    meta.RESTMapper
 
+	metadata metadata.Interface
+
 	mu      sync.Mutex
 	actions map[string]*action.Configuration
 	minor   string
+	// decoded keeps what was read out of each release revision's Secret,
+	// by UID and resourceVersion: a revision is decoded once, not on every
+	// reconcile.
+	decoded map[string]*Release
 }
 
 // New returns a client for the cluster of cfg.
@@ -68,7 +77,12 @@ func New(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{config: cfg, discovery: dc, mapper: mapper, actions: map[string]*action.Configuration{}}, nil
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{config: cfg, discovery: dc, mapper: mapper, metadata: md,
+		actions: map[string]*action.Configuration{}, decoded: map[string]*Release{}}, nil
 }
 
 // configuration returns the action configuration whose storage lives in ns.
@@ -88,26 +102,56 @@ func (c *Client) configuration(ns string) (*action.Configuration, error) {
 }
 
 // Observe returns the latest revision of a release, or nil when it has none.
-func (c *Client) Observe(ns, name string) (*Release, error) {
-	cfg, err := c.configuration(ns)
-	if err != nil {
-		return nil, err
-	}
-	hist, err := cfg.Releases.History(name)
-	if errors.Is(err, driver.ErrReleaseNotFound) || (err == nil && len(hist) == 0) {
-		return nil, nil
-	}
+// It lists only the metadata of the release's storage Secrets (status,
+// version and our digest are labels) and decodes a revision's body only the
+// first time it is seen: the body holds the whole chart, and most
+// reconciles only need to know the release did not change.
+func (c *Client) Observe(ctx context.Context, ns, name string) (*Release, error) {
+	list, err := c.metadata.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace(ns).List(ctx,
+		metav1.ListOptions{LabelSelector: "owner=helm,name=" + name})
 	if err != nil {
 		return nil, fmt.Errorf("reading history of %s/%s: %w", ns, name, err)
 	}
-	latest, deployed := hist[0], false
-	for _, r := range hist {
-		if r.Version > latest.Version {
-			latest = r
+	var latest *metav1.PartialObjectMetadata
+	deployed, latestVersion := false, -1
+	for i := range list.Items {
+		m := &list.Items[i]
+		v, err := strconv.Atoi(m.Labels["version"])
+		if err != nil {
+			continue
 		}
-		deployed = deployed || r.Info.Status == release.StatusDeployed
+		deployed = deployed || m.Labels["status"] == string(release.StatusDeployed)
+		if v > latestVersion {
+			latest, latestVersion = m, v
+		}
 	}
-	return toRelease(latest, deployed), nil
+	if latest == nil {
+		return nil, nil
+	}
+	key := string(latest.UID) + "/" + latest.ResourceVersion
+	c.mu.Lock()
+	cached, ok := c.decoded[key]
+	c.mu.Unlock()
+	if !ok {
+		cfg, err := c.configuration(ns)
+		if err != nil {
+			return nil, err
+		}
+		rel, err := cfg.Releases.Get(name, latestVersion)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s/%s revision %d: %w", ns, name, latestVersion, err)
+		}
+		cached = toRelease(rel, false)
+		c.mu.Lock()
+		if len(c.decoded) > 256 {
+			c.decoded = map[string]*Release{}
+		}
+		c.decoded[key] = cached
+		c.mu.Unlock()
+	}
+	out := *cached
+	out.Deployed = deployed
+	return &out, nil
 }
 
 func toRelease(r *release.Release, deployed bool) *Release {

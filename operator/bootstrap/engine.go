@@ -107,7 +107,7 @@ func (e *Engine) reconcile(ctx context.Context, c *Component) Result {
 }
 
 func (e *Engine) observe(ctx context.Context, c *Component) error {
-	rel, err := e.helm.Observe(c.Def.Release.Namespace, c.Def.Release.Name)
+	rel, err := e.helm.Observe(ctx, c.Def.Release.Namespace, c.Def.Release.Name)
 	if err != nil {
 		return err
 	}
