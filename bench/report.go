@@ -95,7 +95,16 @@ func (r *report) markdown() string {
 		verbs = append(verbs, fmt.Sprintf("%s %d", v, n))
 	}
 	sort.Strings(verbs)
-	fmt.Fprintf(&b, "Requests by verb in the idle window: %s.\n\n", strings.Join(verbs, ", "))
+	fmt.Fprintf(&b, "Requests in the idle window: %s.\n", strings.Join(verbs, ", "))
+	if st := r.idle.settle; st != nil {
+		var s []string
+		for v, n := range st.byVerb {
+			s = append(s, fmt.Sprintf("%s %d", v, n))
+		}
+		sort.Strings(s)
+		fmt.Fprintf(&b, "The idle window opens %s after Ready; in that settle period the operator made %d request(s) (%s), %d write(s) besides the Lease.\n\n",
+			st.window, st.requests, strings.Join(s, ", "), st.writes-st.leaseWrites)
+	}
 	b.WriteString(`## How each number is measured
 
 - **Worlds**: every measurement starts its own test world (real etcd, kube-apiserver, kube-controller-manager,
@@ -111,7 +120,8 @@ func (r *report) markdown() string {
   reconciled by the real helm-controller v1.6.4 and source-controller v1.9.6 with ` + "`--requeue-dependency=30s`" + `
   (Cozystack's setting); the clock stops when every HelmRelease is Ready.
 - **Idle**: a fourth world with the API server's audit log on (Metadata level, one entry per request); after Ready the
-  harness waits the idle window and counts entries by the operator's ServiceAccount. RSS is VmRSS from /proc at the end.
+  harness lets the rollout settle for 30 s (reported separately), then counts the entries of the operator's
+  ServiceAccount over the idle window. RSS is VmRSS from /proc at the end.
 `)
 	return b.String()
 }
