@@ -6,7 +6,6 @@ package bootstrap
 
 import (
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -19,12 +18,7 @@ var operatorBin string
 
 func TestBootstrap(t *testing.T) {
 	RegisterFailHandler(Fail)
-	// An Eventually given a context has no timeout of its own otherwise.
-	EnforceDefaultTimeoutsWhenUsingContexts()
-	SetDefaultEventuallyTimeout(2 * time.Minute)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	SetDefaultConsistentlyDuration(3 * time.Second)
-	SetDefaultConsistentlyPollingInterval(250 * time.Millisecond)
+	framework.SetSuiteDefaults()
 	RunSpecs(t, "Bootstrap tier suite")
 }
 

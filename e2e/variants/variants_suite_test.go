@@ -7,7 +7,6 @@ package variants
 import (
 	"context"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -25,12 +24,7 @@ var (
 
 func TestVariants(t *testing.T) {
 	RegisterFailHandler(Fail)
-	// An Eventually given a context has no timeout of its own otherwise.
-	EnforceDefaultTimeoutsWhenUsingContexts()
-	SetDefaultEventuallyTimeout(2 * time.Minute)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	SetDefaultConsistentlyDuration(3 * time.Second)
-	SetDefaultConsistentlyPollingInterval(250 * time.Millisecond)
+	framework.SetSuiteDefaults()
 	RunSpecs(t, "Variants suite")
 }
 
