@@ -22,9 +22,10 @@ build: ## Build our binaries into bin/.
 	$(GO) build -o $(BIN)/tenant-operator ./cmd/tenant-operator
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code and CRDs from operator/apis.
+generate: ## Regenerate deepcopy code and CRDs from operator/apis; copy the pinned Flux CRDs.
 	cd hack/tools/controller-gen && GOFLAGS=-mod=mod $(GO) build -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
 	$(BIN)/controller-gen object paths=./operator/apis/... crd:crdVersions=v1 output:crd:dir=./manifests/crds
+	hack/flux-crds.sh
 
 ##@ Run
 
@@ -52,7 +53,7 @@ unit: ## Unit tests (pure logic).
 
 .PHONY: e2e
 e2e: world-bins build ## e2e suites, one at a time (each starts its own worlds).
-	$(GO) test -p 1 -timeout $(E2E_TIMEOUT) ./e2e/smoke/... ./e2e/bootstrap/... ./e2e/variants/... -ginkgo.v
+	$(GO) test -p 1 -timeout $(E2E_TIMEOUT) ./e2e/smoke/... ./e2e/bootstrap/... ./e2e/variants/... ./e2e/addons/... -ginkgo.v
 
 .PHONY: test
 test: fmt vet unit e2e ## Everything CI runs.

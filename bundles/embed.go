@@ -5,7 +5,7 @@ package bundles
 
 import "embed"
 
-// FS holds <bundle>/bundle.yaml.
+// FS holds <bundle>/bundle.yaml and <bundle>/addons.yaml.
 //
-//go:embed */bundle.yaml
+//go:embed */*.yaml
 var FS embed.FS

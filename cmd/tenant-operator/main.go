@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,13 +23,16 @@ import (
 
 	"github.com/cozystack/tenant-operator/bundles"
 	"github.com/cozystack/tenant-operator/internal/apply"
+	"github.com/cozystack/tenant-operator/internal/artifacts"
 	"github.com/cozystack/tenant-operator/internal/bundle"
+	"github.com/cozystack/tenant-operator/internal/flux"
 	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/readiness"
 	"github.com/cozystack/tenant-operator/internal/scheme"
 	"github.com/cozystack/tenant-operator/internal/source"
 	"github.com/cozystack/tenant-operator/manifests"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
+	"github.com/cozystack/tenant-operator/operator/packages"
 	"github.com/cozystack/tenant-operator/operator/tenantbundle"
 	"github.com/cozystack/tenant-operator/variants"
 )
@@ -41,6 +45,7 @@ type options struct {
 	cacheDir                         string
 	variantsDir                      string
 	crdTimeout                       time.Duration
+	artifactAddr, artifactURL        string
 }
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
@@ -59,6 +64,8 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.retryEvery, "leader-election-retry-period", 15*time.Second, "Lease retry period")
 	fs.StringVar(&o.cacheDir, "cache-dir", "/var/cache/tenant-operator", "where pulled artifacts are kept, by digest")
 	fs.StringVar(&o.variantsDir, "variants-dir", "", "a folder of extra variants (<name>/variant.yaml) besides the built-in ones")
+	fs.StringVar(&o.artifactAddr, "artifact-bind-address", "127.0.0.1:9795", "where helm-controller downloads the chart artifacts of addons and packages (the node's address when Flux may run on another node)")
+	fs.StringVar(&o.artifactURL, "artifact-advertise-url", "", "base URL of the artifact server as Flux sees it (default http://<artifact-bind-address>)")
 	fs.DurationVar(&o.crdTimeout, "crd-timeout", 2*time.Minute, "how long to wait for our CRDs to be established at start")
 }
 
@@ -93,10 +100,15 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 
-	helmManaged := labels.SelectorFromSet(labels.Set{helm.ManagedByLabel: "Helm"})
+	// Helm-managed workloads (components, addons) and Flux, which the
+	// operator applies itself.
+	managed, err := labels.Parse(helm.ManagedByLabel + " in (Helm," + apply.FieldOwner + ")")
+	if err != nil {
+		return err
+	}
 	byObject := map[client.Object]cache.ByObject{}
 	for _, obj := range readiness.WorkloadTypes() {
-		byObject[obj] = cache.ByObject{Label: helmManaged}
+		byObject[obj] = cache.ByObject{Label: managed}
 	}
 	mgrOpts := ctrl.Options{
 		Scheme:                        scheme,
@@ -138,15 +150,36 @@ func run(ctx context.Context, opts options) error {
 	// Discovery is the slowest part of the first Helm action; do it while
 	// the manager waits for its Lease and caches.
 	go helmClient.Warm()
+	// One puller: addons reuse the artifact the bootstrap pulled.
+	puller := &source.Puller{CacheDir: opts.cacheDir}
 	engine := bootstrap.NewEngine(helmClient, applier, &readiness.Checker{Reader: mgr.GetCache()}, bootstrap.NewDriftTracker())
 	if err := (&tenantbundle.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Bundles:   bundles.FS,
-		Puller:    &source.Puller{CacheDir: opts.cacheDir},
+		Puller:    puller,
 		Engine:    engine,
 		Variants:  loaded,
 		KubeMinor: helmClient.ServerMinor,
+		Apply:     applier,
+		APIHost:   os.Getenv("KUBERNETES_SERVICE_HOST"),
+		APIPort:   os.Getenv("KUBERNETES_SERVICE_PORT"),
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	store := &artifacts.Store{Dir: filepath.Join(opts.cacheDir, "charts"), BaseURL: opts.artifactURL}
+	if store.BaseURL == "" {
+		store.BaseURL = "http://" + opts.artifactAddr
+	}
+	if err := mgr.Add(&artifacts.Server{Store: store, Addr: opts.artifactAddr}); err != nil {
+		return err
+	}
+	if err := (&packages.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Apply:     applier,
+		Puller:    puller,
+		Store:     store,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -161,6 +194,11 @@ func installCRDs(ctx context.Context, applier *apply.Engine, timeout time.Durati
 	if err != nil {
 		return err
 	}
+	fluxCRDs, err := flux.CRDs()
+	if err != nil {
+		return err
+	}
+	objs = append(objs, fluxCRDs...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	_, err = applier.ApplyStaged(ctx, objs, timeout)

@@ -45,17 +45,20 @@ func Client(w *world.World) (client.Client, error) {
 }
 
 // BuildOperator compiles cmd/tenant-operator into dir.
-func BuildOperator(dir string) (string, error) {
+func BuildOperator(dir string) (string, error) { return Build(dir, "tenant-operator") }
+
+// Build compiles cmd/<name> into dir.
+func Build(dir, name string) (string, error) {
 	root, err := world.RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(dir, "tenant-operator")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/tenant-operator")
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/"+name)
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building tenant-operator: %w", err)
+		return "", fmt.Errorf("building %s: %w", name, err)
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
 	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -24,9 +25,14 @@ type Engine struct {
 
 // New builds an engine on a client that must not read from a cache: the
 // dry-run diff has to see the live object.
-func New(c client.Client) *Engine {
+func New(c client.Client) *Engine { return NewFor(c, FieldOwner) }
+
+// NewFor builds an engine that applies as another field manager: the
+// management side's seed and the tenant admin's CLI own their fields under
+// their own names, which is what decides who wins (see seed.Precedence).
+func NewFor(c client.Client, manager string) *Engine {
 	poller := polling.NewStatusPoller(c, c.RESTMapper(), polling.Options{})
-	return &Engine{rm: ssa.NewResourceManager(c, poller, ssa.Owner{Field: FieldOwner, Group: "tenant.cozystack.io"})}
+	return &Engine{rm: ssa.NewResourceManager(c, poller, ssa.Owner{Field: manager, Group: "tenant.cozystack.io"})}
 }
 
 // ApplyStaged applies definitions (CRDs, Namespaces) first and waits until
@@ -55,4 +61,31 @@ func (e *Engine) Correct(ctx context.Context, objs []*unstructured.Unstructured)
 		return cs, fmt.Errorf("server-side apply: %w", err)
 	}
 	return cs, nil
+}
+
+// ApplyObjects applies typed objects, TypeMeta set, like Correct.
+func (e *Engine) ApplyObjects(ctx context.Context, objs ...client.Object) (*ssa.ChangeSet, error) {
+	us := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		u, err := ToUnstructured(o)
+		if err != nil {
+			return nil, err
+		}
+		us = append(us, u)
+	}
+	return e.Correct(ctx, us)
+}
+
+// ToUnstructured converts a typed object for applying, without the empty
+// status and null timestamps the converter writes: applied, they would
+// make the operator claim fields it has no opinion on.
+func ToUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(m, "spec", "template", "metadata", "creationTimestamp")
+	return &unstructured.Unstructured{Object: m}, nil
 }

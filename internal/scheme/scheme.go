@@ -3,6 +3,8 @@
 package scheme
 
 import (
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -19,5 +21,7 @@ func New() *runtime.Scheme {
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(tenantv1.AddToScheme(s))
 	utilruntime.Must(cozyv1.AddToScheme(s))
+	utilruntime.Must(helmv2.AddToScheme(s))
+	utilruntime.Must(sourcev1.AddToScheme(s))
 	return s
 }

@@ -24,6 +24,8 @@ const (
 	DefaultNamespace = "cozy-tenant-operator"
 	DefaultImage     = "ghcr.io/cozystack/tenant-operator"
 	Name             = "tenant-operator"
+	// ArtifactPort serves the chart artifacts of addons to helm-controller.
+	ArtifactPort = 9795
 )
 
 // Config is everything the seed needs.
@@ -120,7 +122,10 @@ var Tolerations = []corev1.Toleration{
 }
 
 func deployment(cfg Config, labels map[string]string) *appsv1.Deployment {
-	args := append([]string{"--leader-elect=true", "--cache-dir=/var/cache/tenant-operator"}, cfg.ExtraArgs...)
+	args := append([]string{"--leader-elect=true", "--cache-dir=/var/cache/tenant-operator",
+		// Flux's pod may run on another node; both are on the host
+		// network, so the node's address reaches the chart server.
+		"--artifact-bind-address=$(HOST_IP):" + strconv.Itoa(ArtifactPort)}, cfg.ExtraArgs...)
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: cfg.Namespace, Labels: labels},
@@ -155,6 +160,7 @@ func deployment(cfg Config, labels map[string]string) *appsv1.Deployment {
 							{Name: "GOMEMLIMIT", Value: "40MiB"},
 							{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 							{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+							{Name: "HOST_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
 						},
 						Resources: corev1.ResourceRequirements{
 							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},

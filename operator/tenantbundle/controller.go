@@ -18,6 +18,7 @@ import (
 	"github.com/cozystack/tenant-operator/internal/apply"
 	"github.com/cozystack/tenant-operator/internal/bundle"
 	"github.com/cozystack/tenant-operator/internal/helm"
+	"github.com/cozystack/tenant-operator/internal/outcome"
 	"github.com/cozystack/tenant-operator/internal/source"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
@@ -38,8 +39,15 @@ type Reconciler struct {
 	Variants map[string]*bundle.Variant
 	// KubeMinor reports the cluster's Kubernetes minor version.
 	KubeMinor func() (string, error)
+	// Apply applies Flux and the addon Packages.
+	Apply *apply.Engine
+	// APIHost and APIPort are the API endpoint the operator itself uses,
+	// given to Flux's hostNetwork containers.
+	APIHost, APIPort string
 
-	charts chartCache
+	charts        chartCache
+	flux          fluxState
+	addonsApplied memo
 }
 
 // Reconcile brings the cluster to what the TenantBundle describes. It has no
@@ -70,7 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			obj.Status.LastHandledReconcileAt = v
 		}
 		summarize(obj, retErr, notReady)
-		if _, isTerminal := classify(retErr); retErr == nil || isTerminal {
+		if _, isTerminal := outcome.Classify(retErr); retErr == nil || isTerminal {
 			obj.Status.ObservedGeneration = obj.Generation
 		}
 		if equality.Semantic.DeepEqual(before.Status, obj.Status) {
@@ -104,6 +112,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *tenantv1.TenantBundle) 
 	if err != nil {
 		return "", err
 	}
+	fluxErr := r.ensureFlux(ctx)
 	results := r.Engine.Run(ctx, comps)
 	charts := map[string]string{}
 	for _, c := range comps {
@@ -127,7 +136,15 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *tenantv1.TenantBundle) 
 	if p.variantErr != nil {
 		return notReady, p.variantErr
 	}
-	return notReady, resultsError(results)
+	if err := resultsError(results); err != nil {
+		return notReady, err
+	}
+	if fluxErr != nil {
+		return notReady, fluxErr
+	}
+	// Addons are not part of Ready (see AddonsReady), but a refused addon
+	// choice is a spec that cannot be carried out: Stalled.
+	return notReady, r.addons(ctx, obj, art.Digest)
 }
 
 // resultsError turns component failures into one error: terminal when a
@@ -140,12 +157,12 @@ func resultsError(results []bootstrap.Result) error {
 			continue
 		}
 		if errors.Is(res.Err, helm.ErrValuesRejected) {
-			return terminal(tenantv1.ReasonValuesRejected, "spec.components.%s.values: %v", res.Name, res.Err)
+			return outcome.Terminal(tenantv1.ReasonValuesRejected, "spec.components.%s.values: %v", res.Name, res.Err)
 		}
 		errs = append(errs, res.Err)
 	}
 	if len(errs) == 0 {
 		return nil
 	}
-	return retry(tenantv1.ReasonInstallFailed, errors.Join(errs...))
+	return outcome.Retry(tenantv1.ReasonInstallFailed, errors.Join(errs...))
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cozystack/tenant-operator/internal/readiness"
+	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
@@ -38,6 +39,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// the uninitialized taint); their status heartbeats are filtered out.
 	b = b.Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allBundles),
 		builder.WithPredicates(nodeChanged()))
+	// Addon Packages: their Ready verdict feeds AddonsReady, and a change
+	// by someone else makes the next reconcile apply them again.
+	b = b.Watches(&cozyv1.Package{}, r.addonPackageHandler(), builder.WithPredicates(addonLabelled()))
 	return b.Complete(r)
 }
 
@@ -95,6 +99,41 @@ func (r *Reconciler) workloadHandler() handler.EventHandler {
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
 			mark(e.Object)
+			enqueueAll(ctx, q)
+		},
+	}
+}
+
+func addonLabelled() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, ok := o.GetLabels()[AddonLabel]
+		return ok
+	})
+}
+
+// addonPackageHandler enqueues the TenantBundle when an addon Package's
+// verdict changes, and forgets what was applied when a Package was changed
+// or deleted behind the operator's back.
+func (r *Reconciler) addonPackageHandler() handler.EventHandler {
+	enqueueAll := func(ctx context.Context, q queue) {
+		for _, req := range r.allBundles(ctx, nil) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q queue) { enqueueAll(ctx, q) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
+				r.addonsApplied.Store("")
+				enqueueAll(ctx, q)
+				return
+			}
+			if !equality.Semantic.DeepEqual(e.ObjectOld.(*cozyv1.Package).Status, e.ObjectNew.(*cozyv1.Package).Status) {
+				enqueueAll(ctx, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q queue) {
+			r.addonsApplied.Store("")
 			enqueueAll(ctx, q)
 		},
 	}

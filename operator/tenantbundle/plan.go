@@ -16,6 +16,7 @@ import (
 
 	"github.com/cozystack/tenant-operator/internal/bundle"
 	"github.com/cozystack/tenant-operator/internal/helm"
+	"github.com/cozystack/tenant-operator/internal/outcome"
 	"github.com/cozystack/tenant-operator/internal/source"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
@@ -35,11 +36,11 @@ type plan struct {
 func (r *Reconciler) makePlan(ctx context.Context, obj *tenantv1.TenantBundle) (*plan, error) {
 	def, err := bundle.Load(r.Bundles, obj.Spec.Bundle)
 	if err != nil {
-		return nil, terminal(tenantv1.ReasonUnknownBundle, "spec.bundle: %v", err)
+		return nil, outcome.Terminal(tenantv1.ReasonUnknownBundle, "spec.bundle: %v", err)
 	}
 	for name := range obj.Spec.Components {
 		if !r.knownComponent(def, name) {
-			return nil, terminal(tenantv1.ReasonUnknownComponent,
+			return nil, outcome.Terminal(tenantv1.ReasonUnknownComponent,
 				"spec.components.%s: bundle %q and its variants have no such component (it has: %s)", name, def.Name, componentNames(def))
 		}
 	}
@@ -56,7 +57,7 @@ func (r *Reconciler) makePlan(ctx context.Context, obj *tenantv1.TenantBundle) (
 	full := def
 	if p.variant != nil {
 		if full, err = def.With(p.variant); err != nil {
-			return nil, terminal(tenantv1.ReasonUnknownVariant, "spec.variant: %v", err)
+			return nil, outcome.Terminal(tenantv1.ReasonUnknownVariant, "spec.variant: %v", err)
 		}
 	}
 	minor, err := r.KubeMinor()
@@ -69,11 +70,11 @@ func (r *Reconciler) makePlan(ctx context.Context, obj *tenantv1.TenantBundle) (
 		StorageClasses: storageClasses(obj.Spec.Cloud.StorageClasses), CredentialsSecret: credentials, KubeMinor: minor},
 		def.Settings)
 	if err != nil {
-		return nil, terminal(tenantv1.ReasonInvalidSpec, "%v", err)
+		return nil, outcome.Terminal(tenantv1.ReasonInvalidSpec, "%v", err)
 	}
 	comps, err := full.Plan(p.facts)
 	if err != nil {
-		return nil, terminal(tenantv1.ReasonUnknownBundle, "spec.bundle: %v", err)
+		return nil, outcome.Terminal(tenantv1.ReasonUnknownBundle, "spec.bundle: %v", err)
 	}
 	for _, c := range comps {
 		if c.Placement == bundle.PlacementTenant {
@@ -142,12 +143,12 @@ func (r *Reconciler) pull(ctx context.Context, obj *tenantv1.TenantBundle) (*sou
 	art, err := r.Puller.Pull(ctx, ref)
 	switch {
 	case errors.Is(err, source.ErrDigestMismatch):
-		return nil, terminal(tenantv1.ReasonDigestMismatch, "spec.packages: %v", err)
+		return nil, outcome.Terminal(tenantv1.ReasonDigestMismatch, "spec.packages: %v", err)
 	case errors.Is(err, source.ErrInvalidArtifact):
-		return nil, terminal(tenantv1.ReasonArtifactFailed, "spec.packages: %v", err)
+		return nil, outcome.Terminal(tenantv1.ReasonArtifactFailed, "spec.packages: %v", err)
 	case err != nil:
 		// A missing tag or an unreachable registry can heal: retry with backoff.
-		return nil, retry(tenantv1.ReasonArtifactFailed, fmt.Errorf("spec.packages: %w", err))
+		return nil, outcome.Retry(tenantv1.ReasonArtifactFailed, fmt.Errorf("spec.packages: %w", err))
 	}
 	return art, nil
 }
@@ -157,23 +158,13 @@ func (r *Reconciler) pull(ctx context.Context, obj *tenantv1.TenantBundle) (*sou
 func (r *Reconciler) pullCredentials(ctx context.Context, ref tenantv1.SecretReference, url string) (string, string, error) {
 	var s corev1.Secret
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &s); err != nil {
-		return "", "", retry(tenantv1.ReasonArtifactFailed, fmt.Errorf("spec.packages.pullSecretRef: %w", err))
+		return "", "", outcome.Retry(tenantv1.ReasonArtifactFailed, fmt.Errorf("spec.packages.pullSecretRef: %w", err))
 	}
-	var cfg struct {
-		Auths map[string]struct {
-			Username string `json:"username"`
-			Password string `json:"password"`
-		} `json:"auths"`
+	user, pass, err := source.Credentials(&s, url)
+	if err != nil {
+		return "", "", outcome.Terminal(tenantv1.ReasonInvalidSpec, "spec.packages.pullSecretRef: %v", err)
 	}
-	if err := json.Unmarshal(s.Data[corev1.DockerConfigJsonKey], &cfg); err != nil {
-		return "", "", terminal(tenantv1.ReasonInvalidSpec, "spec.packages.pullSecretRef: %s/%s is not a dockerconfigjson Secret", ref.Namespace, ref.Name)
-	}
-	host := strings.SplitN(strings.TrimPrefix(url, "oci://"), "/", 2)[0]
-	a, ok := cfg.Auths[host]
-	if !ok {
-		return "", "", terminal(tenantv1.ReasonInvalidSpec, "spec.packages.pullSecretRef: %s/%s has no credentials for %s", ref.Namespace, ref.Name, host)
-	}
-	return a.Username, a.Password, nil
+	return user, pass, nil
 }
 
 // components builds each planned component's chart, values and digest.
@@ -183,7 +174,7 @@ func (r *Reconciler) components(ctx context.Context, obj *tenantv1.TenantBundle,
 		override := map[string]any{}
 		if o, ok := obj.Spec.Components[c.Name]; ok && o.Values != nil {
 			if err := json.Unmarshal(o.Values.Raw, &override); err != nil {
-				return nil, terminal(tenantv1.ReasonInvalidSpec, "spec.components.%s.values: must be an object: %v", c.Name, err)
+				return nil, outcome.Terminal(tenantv1.ReasonInvalidSpec, "spec.components.%s.values: must be an object: %v", c.Name, err)
 			}
 		}
 		ch, err := r.chart(ctx, obj, c, facts, art)
@@ -218,7 +209,7 @@ func (r *Reconciler) chart(ctx context.Context, obj *tenantv1.TenantBundle, c bu
 			ch, err := helm.BuildFromTree(helm.TreeChart{Tree: art.Dir, Path: c.Chart.Path,
 				Libraries: c.Chart.Libraries, ValuesFiles: c.Chart.ValuesFiles})
 			if err != nil {
-				return nil, terminal(tenantv1.ReasonChartInvalid, "component %s: %v", c.Name, err)
+				return nil, outcome.Terminal(tenantv1.ReasonChartInvalid, "component %s: %v", c.Name, err)
 			}
 			return ch, nil
 		})
@@ -235,9 +226,9 @@ func (r *Reconciler) pullRepoChart(ctx context.Context, c bundle.Component, rc h
 	ch, err := helm.PullRepoChart(ctx, rc)
 	switch {
 	case errors.Is(err, helm.ErrChartInvalid):
-		return nil, terminal(tenantv1.ReasonChartInvalid, "component %s: %v", c.Name, err)
+		return nil, outcome.Terminal(tenantv1.ReasonChartInvalid, "component %s: %v", c.Name, err)
 	case err != nil:
-		return nil, retry(tenantv1.ReasonArtifactFailed, fmt.Errorf("component %s: %w", c.Name, err))
+		return nil, outcome.Retry(tenantv1.ReasonArtifactFailed, fmt.Errorf("component %s: %w", c.Name, err))
 	}
 	return ch, nil
 }

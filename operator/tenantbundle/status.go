@@ -6,6 +6,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 
 	"github.com/cozystack/tenant-operator/internal/bundle"
+	"github.com/cozystack/tenant-operator/internal/outcome"
 
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
@@ -47,7 +48,7 @@ func setTierCondition(obj *tenantv1.TenantBundle, condition, tier string, result
 func summarize(obj *tenantv1.TenantBundle, err error, notReady string) {
 	switch {
 	case err != nil:
-		reason, isTerminal := classify(err)
+		reason, isTerminal := outcome.Classify(err)
 		conditions.MarkFalse(obj, tenantv1.ReadyCondition, reason, "%s", err.Error())
 		if isTerminal {
 			conditions.MarkStalled(obj, reason, "%s", err.Error())

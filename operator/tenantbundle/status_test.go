@@ -7,6 +7,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cozystack/tenant-operator/internal/outcome"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
 )
@@ -21,8 +22,8 @@ func TestSummarize(t *testing.T) {
 	}{
 		{"all ready", nil, "", metav1.ConditionTrue, "", "", tenantv1.ReasonSucceeded},
 		{"waiting for workloads", nil, "coredns: 0/2 ready", metav1.ConditionFalse, "", metav1.ConditionTrue, tenantv1.ReasonComponentsNotReady},
-		{"terminal", terminal(tenantv1.ReasonValuesRejected, "spec.components.x.values: bad"), "", metav1.ConditionFalse, metav1.ConditionTrue, "", tenantv1.ReasonValuesRejected},
-		{"retrying", retry(tenantv1.ReasonArtifactFailed, errors.New("registry down")), "", metav1.ConditionFalse, "", metav1.ConditionTrue, tenantv1.ReasonArtifactFailed},
+		{"terminal", outcome.Terminal(tenantv1.ReasonValuesRejected, "spec.components.x.values: bad"), "", metav1.ConditionFalse, metav1.ConditionTrue, "", tenantv1.ReasonValuesRejected},
+		{"retrying", outcome.Retry(tenantv1.ReasonArtifactFailed, errors.New("registry down")), "", metav1.ConditionFalse, "", metav1.ConditionTrue, tenantv1.ReasonArtifactFailed},
 		{"unclassified", errors.New("boom"), "", metav1.ConditionFalse, "", metav1.ConditionTrue, "ReconciliationFailed"},
 	}
 	status := func(obj *tenantv1.TenantBundle, typ string) metav1.ConditionStatus {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cozystack/tenant-operator/internal/bundle"
+	"github.com/cozystack/tenant-operator/internal/outcome"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
@@ -31,14 +32,14 @@ func (r *Reconciler) resolveVariant(ctx context.Context, obj *tenantv1.TenantBun
 	switch {
 	case det.Mixed != nil:
 		conditions.MarkFalse(obj, tenantv1.VariantResolvedCondition, tenantv1.ReasonMixedBackends, "%s", det.MixedMessage())
-		return r.Variants[recorded], terminal(tenantv1.ReasonMixedBackends,
+		return r.Variants[recorded], outcome.Terminal(tenantv1.ReasonMixedBackends,
 			"nodes of several backends (%s): mixed clusters are not supported, no variant is installed", det.MixedMessage())
 	case want != "" && want != "auto":
 		if r.Variants[want] == nil {
-			return r.Variants[recorded], terminal(tenantv1.ReasonUnknownVariant, "spec.variant: no variant %q (known: auto, %s)", want, r.variantNames())
+			return r.Variants[recorded], outcome.Terminal(tenantv1.ReasonUnknownVariant, "spec.variant: no variant %q (known: auto, %s)", want, r.variantNames())
 		}
 		if det.Variant != "" && det.Variant != want {
-			return r.Variants[recorded], terminal(tenantv1.ReasonVariantMismatch,
+			return r.Variants[recorded], outcome.Terminal(tenantv1.ReasonVariantMismatch,
 				"spec.variant is %q but the nodes are %q", want, det.Variant)
 		}
 		chosen, how = want, "from spec.variant"
@@ -51,7 +52,7 @@ func (r *Reconciler) resolveVariant(ctx context.Context, obj *tenantv1.TenantBun
 		return nil, nil
 	}
 	if recorded != "" && chosen != recorded {
-		return r.Variants[recorded], terminal(tenantv1.ReasonBackendChange,
+		return r.Variants[recorded], outcome.Terminal(tenantv1.ReasonBackendChange,
 			"the cluster runs variant %q and the requested one is %q (%s): changing the backend of a running cluster is refused, nothing was removed",
 			recorded, chosen, how)
 	}
@@ -141,17 +142,17 @@ func (r *Reconciler) checkCredentials(ctx context.Context, obj *tenantv1.TenantB
 	}
 	ref := obj.Spec.Cloud.CredentialsSecretRef
 	if ref == nil {
-		return "", terminal(tenantv1.ReasonInvalidSpec, "spec.cloud.credentialsSecretRef: variant %q needs the tenant's cloud credentials Secret", v.Name)
+		return "", outcome.Terminal(tenantv1.ReasonInvalidSpec, "spec.cloud.credentialsSecretRef: variant %q needs the tenant's cloud credentials Secret", v.Name)
 	}
 	if ref.Namespace != v.Credentials.Namespace {
-		return "", terminal(tenantv1.ReasonInvalidSpec,
+		return "", outcome.Terminal(tenantv1.ReasonInvalidSpec,
 			"spec.cloud.credentialsSecretRef: must be in namespace %s, where the %s components mount it (Secrets are never copied)", v.Credentials.Namespace, v.Name)
 	}
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, meta); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", retry(tenantv1.ReasonInvalidSpec, fmt.Errorf("spec.cloud.credentialsSecretRef: Secret %s/%s not found", ref.Namespace, ref.Name))
+			return "", outcome.Retry(tenantv1.ReasonInvalidSpec, fmt.Errorf("spec.cloud.credentialsSecretRef: Secret %s/%s not found", ref.Namespace, ref.Name))
 		}
 		return "", err
 	}

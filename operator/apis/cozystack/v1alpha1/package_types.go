@@ -67,3 +67,9 @@ type PackageList struct {
 func init() {
 	SchemeBuilder.Register(&Package{}, &PackageList{})
 }
+
+// GetConditions returns the status conditions (for fluxcd/pkg/runtime/conditions).
+func (in *Package) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions sets the status conditions.
+func (in *Package) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }

@@ -129,3 +129,9 @@ type PackageSourceList struct {
 func init() {
 	SchemeBuilder.Register(&PackageSource{}, &PackageSourceList{})
 }
+
+// GetConditions returns the status conditions (for fluxcd/pkg/runtime/conditions).
+func (in *PackageSource) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions sets the status conditions.
+func (in *PackageSource) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }

@@ -19,6 +19,11 @@ const (
 	// SourceReadyCondition is True once the packages artifact is pulled and
 	// verified.
 	SourceReadyCondition = "SourceReady"
+	// AddonsReady is True once every enabled addon's Package is Ready,
+	// that is, all its HelmReleases are Ready in the tenant's Flux. It is
+	// not part of Ready: Ready says the cluster is bootstrapped (network
+	// and cloud), and one failing optional addon must not say otherwise.
+	AddonsReadyCondition = "AddonsReady"
 )
 
 // Reasons. Stalled reasons mean the operator cannot fix the problem itself:
@@ -47,4 +52,9 @@ const (
 	ReasonVariantMismatch = "VariantMismatch"
 	ReasonBackendChange   = "BackendChangeRefused"
 	ReasonWaitingForCloud = "WaitingForCloud"
+
+	ReasonAddonsNotReady     = "AddonsNotReady"
+	ReasonAddonFailed        = "AddonFailed"
+	ReasonUnknownAddon       = "UnknownAddon"
+	ReasonDependencyDisabled = "DependencyDisabled"
 )

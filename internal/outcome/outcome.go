@@ -1,4 +1,7 @@
-package tenantbundle
+// Package outcome classifies reconcile errors the way every controller here
+// reports them: terminal (Stalled, only a spec change helps) or retrying
+// (backoff, may heal on its own); waiting is not an error at all.
+package outcome
 
 import (
 	"errors"
@@ -17,10 +20,10 @@ type stalled struct {
 func (s *stalled) Error() string { return s.err.Error() }
 func (s *stalled) Unwrap() error { return s.err }
 
-// terminal marks err Stalled with reason. controller-runtime does not
+// Terminal marks err Stalled with reason. controller-runtime does not
 // requeue a terminal error: the next spec change (a new generation) or a
 // watch event reconciles again.
-func terminal(reason string, format string, args ...any) error {
+func Terminal(reason string, format string, args ...any) error {
 	return reconcile.TerminalError(&stalled{reason: reason, err: fmt.Errorf(format, args...)})
 }
 
@@ -34,10 +37,10 @@ type retrying struct {
 func (r *retrying) Error() string { return r.err.Error() }
 func (r *retrying) Unwrap() error { return r.err }
 
-func retry(reason string, err error) error { return &retrying{reason: reason, err: err} }
+func Retry(reason string, err error) error { return &retrying{reason: reason, err: err} }
 
-// classify returns the condition reason of err and whether it is terminal.
-func classify(err error) (reason string, isTerminal bool) {
+// Classify returns the condition reason of err and whether it is terminal.
+func Classify(err error) (reason string, isTerminal bool) {
 	var s *stalled
 	if errors.As(err, &s) {
 		return s.reason, true

@@ -1,0 +1,70 @@
+// kubectl-tenant is `kubectl tenant`: a kubectl plugin (any binary named
+// kubectl-<name> on PATH is one) for tenant admins. Wiring only; the
+// commands are in internal/cli.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/tenant-operator/internal/cli"
+	"github.com/cozystack/tenant-operator/internal/scheme"
+)
+
+const usage = `usage: kubectl tenant [--kubeconfig FILE] [--bundle NAME] addons <command>
+
+  addons list                     every addon: enabled, who chose it, Ready, message
+  addons enable NAME              switch an addon on (and what it depends on)
+  addons disable NAME             switch an addon off (refused while an enabled addon needs it)
+  addons set NAME VALUES          set an addon's values (a JSON object)
+`
+
+func main() {
+	fs := flag.NewFlagSet("kubectl-tenant", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	bundleName := fs.String("bundle", "tenant", "name of the TenantBundle")
+	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if err := run(context.Background(), *kubeconfig, *bundleName, fs.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, kubeconfig, bundleName string, args []string) error {
+	if len(args) < 2 || args[0] != "addons" {
+		fmt.Fprint(os.Stderr, usage)
+		return fmt.Errorf("unknown command")
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	a := &cli.Addons{Client: c, Bundle: bundleName, Out: os.Stdout}
+	switch cmd, rest := args[1], args[2:]; {
+	case cmd == "list" && len(rest) == 0:
+		return a.List(ctx)
+	case cmd == "enable" && len(rest) == 1:
+		return a.Enable(ctx, rest[0])
+	case cmd == "disable" && len(rest) == 1:
+		return a.Disable(ctx, rest[0])
+	case cmd == "set" && len(rest) == 2:
+		return a.Set(ctx, rest[0], rest[1])
+	default:
+		fmt.Fprint(os.Stderr, usage)
+		return fmt.Errorf("bad arguments to addons %s", cmd)
+	}
+}

@@ -1,0 +1,240 @@
+package addons
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/tenant-operator/e2e/framework"
+	"github.com/cozystack/tenant-operator/e2e/world"
+	"github.com/cozystack/tenant-operator/internal/seed"
+	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
+)
+
+var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
+	var (
+		t        *framework.Tenant
+		timeline *framework.Timeline
+		seeded   *tenantv1.TenantBundle
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		w, err := world.Start(ctx, world.Options{Name: "addons",
+			Nodes:          []world.NodeSpec{{Name: "worker-1"}, {Name: "worker-2"}, {Name: "worker-3"}},
+			CNIPodSelector: framework.CNISelector})
+		Expect(err).NotTo(HaveOccurred())
+		deferCleanupWorld(w)
+		url, _, err := framework.PushPackages(ctx, w)
+		Expect(err).NotTo(HaveOccurred())
+		t, err = framework.StartTenant(ctx, w, operatorBin, framework.SeedConfig(w))
+		Expect(err).NotTo(HaveOccurred())
+		recCtx, cancel := context.WithCancel(context.Background())
+		DeferCleanup(cancel)
+		timeline, err = framework.RecordTimeline(recCtx, w.Config)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("seeding the TenantBundle as the management side does, with its addon choices")
+		seeded = framework.Bundle(w, url)
+		seeded.Spec.Addons = map[string]tenantv1.AddonSpec{"cert-manager-crds": {Enabled: ptr.To(false)}}
+		Expect(t.WaitForCRDs(ctx)).To(Succeed())
+		Expect(seed.ApplyBundle(ctx, t.Client, seeded)).To(Succeed())
+
+		By("running Flux from the Deployment the operator applied")
+		_, err = t.RunFlux(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		framework.ExpectReady(ctx, t)
+	})
+
+	It("installs the always-on addons after the network tier, each Package Ready only when its HelmRelease is", func(ctx SpecContext) {
+		Eventually(addonsReady(ctx, t)).WithContext(ctx).Should(Succeed())
+		for _, name := range []string{"vsnap-crd", "prometheus-operator-crds", "metrics-server"} {
+			pkg := &cozyv1.Package{}
+			Expect(t.Client.Get(ctx, client.ObjectKey{Name: "addon." + name}, pkg)).To(Succeed())
+			Expect(conditions.IsReady(pkg)).To(BeTrue(), "%s: %v", name, conditions.Get(pkg, meta.ReadyCondition))
+			var hrs helmv2.HelmReleaseList
+			Expect(t.Client.List(ctx, &hrs, client.MatchingLabels{"cozystack.io/package": pkg.Name})).To(Succeed())
+			Expect(hrs.Items).To(HaveLen(1))
+			Expect(apimeta.IsStatusConditionTrue(hrs.Items[0].Status.Conditions, meta.ReadyCondition)).To(BeTrue())
+			Expect(hrs.Items[0].Spec.ChartRef.Kind).To(Equal("ExternalArtifact"))
+		}
+		By("metrics-server (an aggregated API) was installed only after Cilium was Ready, and after its CRD dependency")
+		cilium := firstEvent(timeline, "DaemonSet", "cozy-cilium", "cilium", "Ready")
+		crds := firstEvent(timeline, "Release", "cozy-victoria-metrics-operator", "prometheus-operator-crds v1", "deployed")
+		ms := firstEvent(timeline, "Release", "cozy-monitoring", "metrics-server v1", "")
+		Expect(ms.RV).To(BeNumerically(">", cilium.RV), timeline.String())
+		Expect(ms.RV).To(BeNumerically(">", crds.RV), timeline.String())
+		By("the management side's choice is off, so cert-manager-crds is not installed")
+		Expect(apierrors.IsNotFound(t.Client.Get(ctx, client.ObjectKey{Name: "addon.cert-manager-crds"}, &cozyv1.Package{}))).To(BeTrue())
+	})
+
+	It("enables cert-manager from the CLI: its CRDs first, both Ready", func(ctx SpecContext) {
+		By("refusing an unknown addon by name")
+		out, err := kubectlTenant(ctx, t, "addons", "enable", "cert-manger")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring(`unknown addon "cert-manger"`))
+
+		By("refusing cert-manager while the management side keeps its CRDs off")
+		out, err = kubectlTenant(ctx, t, "addons", "enable", "cert-manager")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("cert-manager-crds is disabled but needed by cert-manager"))
+
+		out, err = kubectlTenant(ctx, t, "addons", "enable", "cert-manager-crds")
+		Expect(err).NotTo(HaveOccurred(), out)
+		out, err = kubectlTenant(ctx, t, "addons", "enable", "cert-manager")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(addonsReady(ctx, t)).WithContext(ctx).Should(Succeed())
+		crds := firstEvent(timeline, "Release", "cozy-cert-manager-crds", "cert-manager-crds v1", "deployed")
+		cm := firstEvent(timeline, "Release", "cozy-cert-manager", "cert-manager v1", "")
+		Expect(cm.RV).To(BeNumerically(">", crds.RV), timeline.String())
+
+		out, err = kubectlTenant(ctx, t, "addons", "list")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(MatchRegexp(`(?m)^cert-manager\s+true\s+tenant \(kubectl-tenant\)\s+True`))
+		Expect(out).To(MatchRegexp(`(?m)^metrics-server\s+true\s+default\s+True`))
+	})
+
+	It("refuses to disable the CRDs while cert-manager is on, from the CLI and in the spec", func(ctx SpecContext) {
+		out, err := kubectlTenant(ctx, t, "addons", "disable", "cert-manager-crds")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("cert-manager-crds is disabled but needed by cert-manager"))
+
+		By("an edit that bypasses the CLI is Stalled, naming the dependent, and removes nothing")
+		b, err := t.Bundle(ctx, "tenant")
+		Expect(err).NotTo(HaveOccurred())
+		patch := client.MergeFrom(b.DeepCopy())
+		b.Spec.Addons["cert-manager-crds"] = tenantv1.AddonSpec{Enabled: ptr.To(false)}
+		Expect(t.Client.Patch(ctx, b, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := framework.Condition(ctx, t, tenantv1.StalledCondition)(g)
+			g.Expect(c.Reason).To(Equal(tenantv1.ReasonDependencyDisabled))
+			g.Expect(c.Message).To(ContainSubstring("needed by cert-manager"))
+		}).WithContext(ctx).Should(Succeed())
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "addon.cert-manager-crds"}, &cozyv1.Package{})).To(Succeed())
+
+		out, err = kubectlTenant(ctx, t, "addons", "enable", "cert-manager-crds")
+		Expect(err).NotTo(HaveOccurred(), out)
+		framework.ExpectReady(ctx, t)
+	})
+
+	It("keeps a tenant admin's toggle over a re-seed, unless the management side changes its own value", func(ctx SpecContext) {
+		Expect(seed.ApplyBundle(ctx, t.Client, seeded)).To(Succeed())
+		framework.ExpectReady(ctx, t)
+		b, err := t.Bundle(ctx, "tenant")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(*b.Spec.Addons["cert-manager-crds"].Enabled).To(BeTrue())
+		Eventually(addonsReady(ctx, t)).WithContext(ctx).Should(Succeed())
+
+		By("the management side changing its own value of another addon wins")
+		changed := seeded.DeepCopy()
+		changed.Spec.Addons["velero"] = tenantv1.AddonSpec{Enabled: ptr.To(false)}
+		Expect(seed.ApplyBundle(ctx, t.Client, changed)).To(Succeed())
+		out, err := kubectlTenant(ctx, t, "addons", "enable", "velero")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(seed.ApplyBundle(ctx, t.Client, changed)).To(Succeed())
+		b, err = t.Bundle(ctx, "tenant")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(*b.Spec.Addons["velero"].Enabled).To(BeTrue(), "unchanged management value must not undo the tenant's toggle")
+		changed.Spec.Addons["velero"] = tenantv1.AddonSpec{Enabled: ptr.To(true)}
+		Expect(seed.ApplyBundle(ctx, t.Client, changed)).To(Succeed())
+		changed.Spec.Addons["velero"] = tenantv1.AddonSpec{Enabled: ptr.To(false)}
+		Expect(seed.ApplyBundle(ctx, t.Client, changed)).To(Succeed())
+		b, err = t.Bundle(ctx, "tenant")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(*b.Spec.Addons["velero"].Enabled).To(BeFalse(), "a changed management value wins")
+		Eventually(addonsReady(ctx, t)).WithContext(ctx).Should(Succeed())
+		seeded = changed
+	})
+
+	It("uninstalls an addon that is disabled, and its release is gone", func(ctx SpecContext) {
+		out, err := kubectlTenant(ctx, t, "addons", "disable", "cert-manager")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(t.Client.Get(ctx, client.ObjectKey{Name: "addon.cert-manager"}, &cozyv1.Package{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(t.Client.Get(ctx, client.ObjectKey{Namespace: "cozy-cert-manager", Name: "cert-manager"}, &helmv2.HelmRelease{}))).To(BeTrue())
+			var deps appsv1.DeploymentList
+			g.Expect(t.Client.List(ctx, &deps, client.InNamespace("cozy-cert-manager"))).To(Succeed())
+			g.Expect(deps.Items).To(BeEmpty())
+			releases, err := framework.Releases(ctx, t.Client)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(releases).NotTo(ContainElement("cozy-cert-manager/cert-manager"))
+			g.Expect(releases).To(ContainElement("cozy-cert-manager-crds/cert-manager-crds"))
+		}).WithContext(ctx).Should(Succeed())
+		Eventually(addonsReady(ctx, t)).WithContext(ctx).Should(Succeed())
+	})
+
+	It("refuses values the chart's schema rejects, and reports a failing chart with Flux's reason, the rest unaffected", func(ctx SpecContext) {
+		out, err := kubectlTenant(ctx, t, "addons", "set", "velero", `{"velero":{"replicas":"many"}}`)
+		Expect(err).NotTo(HaveOccurred(), out)
+		out, err = kubectlTenant(ctx, t, "addons", "enable", "velero")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func(g Gomega) {
+			pkg := &cozyv1.Package{}
+			g.Expect(t.Client.Get(ctx, client.ObjectKey{Name: "addon.velero"}, pkg)).To(Succeed())
+			stalled := conditions.Get(pkg, meta.StalledCondition)
+			g.Expect(stalled).NotTo(BeNil())
+			g.Expect(stalled.Reason).To(Equal("ValuesRejected"))
+			g.Expect(stalled.Message).To(ContainSubstring("spec.components.velero.values"))
+		}).WithContext(ctx).Should(Succeed())
+		Expect(apierrors.IsNotFound(t.Client.Get(ctx, client.ObjectKey{Namespace: "cozy-velero", Name: "velero"}, &helmv2.HelmRelease{}))).To(BeTrue())
+
+		By("a value the schema allows but the API server refuses fails the install in Flux")
+		out, err = kubectlTenant(ctx, t, "addons", "set", "velero", `{"velero":{"replicas":-1}}`)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func(g Gomega) {
+			pkg := &cozyv1.Package{}
+			g.Expect(t.Client.Get(ctx, client.ObjectKey{Name: "addon.velero"}, pkg)).To(Succeed())
+			ready := conditions.Get(pkg, meta.ReadyCondition)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(ready.Reason).To(Equal(helmv2.InstallFailedReason))
+			addons := framework.Condition(ctx, t, tenantv1.AddonsReadyCondition)(g)
+			g.Expect(addons.Reason).To(Equal(tenantv1.ReasonAddonFailed))
+			g.Expect(addons.Message).To(ContainSubstring("velero: InstallFailed"))
+		}).WithContext(ctx).Should(Succeed())
+		framework.ExpectReady(ctx, t)
+		for _, name := range []string{"vsnap-crd", "prometheus-operator-crds", "metrics-server", "cert-manager-crds"} {
+			pkg := &cozyv1.Package{}
+			Expect(t.Client.Get(ctx, client.ObjectKey{Name: "addon." + name}, pkg)).To(Succeed())
+			Expect(conditions.IsReady(pkg)).To(BeTrue(), name)
+		}
+	})
+})
+
+// addonsReady passes once AddonsReady is True for the current generation.
+func addonsReady(ctx context.Context, t *framework.Tenant) func(Gomega) {
+	return func(g Gomega) {
+		c := framework.Condition(ctx, t, tenantv1.AddonsReadyCondition)(g)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	}
+}
+
+// firstEvent returns the first recorded event of a kind and name; an empty
+// what matches any release status.
+func firstEvent(tl *framework.Timeline, kind, ns, name, what string) framework.Event {
+	e, ok := tl.First(func(e framework.Event) bool {
+		return e.Kind == kind && e.Namespace == ns && e.Name == name && (what == "" || e.What == what)
+	})
+	Expect(ok).To(BeTrue(), "no %s %s/%s %s in the timeline:\n%s", kind, ns, name, what, tl.String())
+	return e
+}
+
+// kubectlTenant runs the CLI as a tenant admin would, with the world's
+// admin kubeconfig.
+func kubectlTenant(ctx context.Context, t *framework.Tenant, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, cliBin, append([]string{"--kubeconfig", t.World.Kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}

@@ -1,0 +1,252 @@
+package bundle
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
+)
+
+// AddonPrefix names the PackageSource and Package of an addon.
+const AddonPrefix = "addon."
+
+// Addons is a bundle's addon catalogue (<bundle>/addons.yaml).
+type Addons struct {
+	Libraries []cozyv1.Library `json:"libraries,omitempty"`
+	Addons    []Addon          `json:"addons"`
+
+	byName map[string]*Addon
+}
+
+// Addon is one switchable addon: a Package of its own.
+type Addon struct {
+	Name    string `json:"name"`
+	Default bool   `json:"default,omitempty"`
+	// AfterNetwork holds the addon until the network tier is Ready.
+	AfterNetwork bool               `json:"afterNetwork,omitempty"`
+	DependsOn    []string           `json:"dependsOn,omitempty"`
+	Components   []cozyv1.Component `json:"components"`
+}
+
+// PackageName is the name of the addon's PackageSource and Package.
+func (a *Addon) PackageName() string { return AddonPrefix + a.Name }
+
+// AddonName returns the addon a Package name stands for, if any.
+func AddonName(pkg string) (string, bool) {
+	return strings.CutPrefix(pkg, AddonPrefix)
+}
+
+// LoadAddons reads <name>/addons.yaml; a bundle without one has no addons.
+func LoadAddons(fsys fs.FS, name string) (*Addons, error) {
+	a := &Addons{}
+	raw, err := fs.ReadFile(fsys, path.Join(name, "addons.yaml"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return a, a.index()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("addons of bundle %q: %w", name, err)
+	}
+	if err := yaml.UnmarshalStrict(raw, a); err != nil {
+		return nil, fmt.Errorf("addons of bundle %q: %w", name, err)
+	}
+	if err := a.index(); err != nil {
+		return nil, fmt.Errorf("addons of bundle %q: %w", name, err)
+	}
+	return a, nil
+}
+
+func (a *Addons) index() error {
+	a.byName = map[string]*Addon{}
+	for i := range a.Addons {
+		ad := &a.Addons[i]
+		if ad.Name == "" || a.byName[ad.Name] != nil {
+			return fmt.Errorf("addon %d: missing or duplicate name %q", i, ad.Name)
+		}
+		if len(ad.Components) == 0 {
+			return fmt.Errorf("addon %q has no components", ad.Name)
+		}
+		a.byName[ad.Name] = ad
+	}
+	for _, ad := range a.Addons {
+		for _, d := range ad.DependsOn {
+			if a.byName[d] == nil {
+				return fmt.Errorf("addon %q depends on unknown addon %q", ad.Name, d)
+			}
+		}
+	}
+	// A cycle would make every addon on it wait forever.
+	if _, err := a.order(a.Names()); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Get returns the named addon.
+func (a *Addons) Get(name string) *Addon { return a.byName[name] }
+
+// Names lists the addons in definition order.
+func (a *Addons) Names() []string {
+	out := make([]string, 0, len(a.Addons))
+	for _, ad := range a.Addons {
+		out = append(out, ad.Name)
+	}
+	return out
+}
+
+// Dependents lists the enabled addons that depend on name directly.
+func (a *Addons) Dependents(name string, enabled map[string]bool) []string {
+	var out []string
+	for _, ad := range a.Addons {
+		if enabled[ad.Name] && slices.Contains(ad.DependsOn, name) {
+			out = append(out, ad.Name)
+		}
+	}
+	return out
+}
+
+// order returns names dependencies first, or an error naming a cycle.
+func (a *Addons) order(names []string) ([]string, error) {
+	const (
+		visiting = 1
+		done     = 2
+	)
+	state := map[string]int{}
+	var out []string
+	var visit func(n string, trail []string) error
+	visit = func(n string, trail []string) error {
+		switch state[n] {
+		case done:
+			return nil
+		case visiting:
+			return fmt.Errorf("addon dependency cycle: %s", strings.Join(append(trail, n), " -> "))
+		}
+		state[n] = visiting
+		for _, d := range a.byName[n].DependsOn {
+			if err := visit(d, append(trail, n)); err != nil {
+				return err
+			}
+		}
+		state[n] = done
+		out = append(out, n)
+		return nil
+	}
+	for _, n := range names {
+		if err := visit(n, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Choice is what the TenantBundle says of one addon.
+type Choice struct {
+	Enabled *bool
+	Values  *apiextensionsv1.JSON
+}
+
+// Selection is the set of addons to run, dependencies first.
+type Selection struct {
+	Enabled []*Addon
+	// Implied lists addons switched on only because an enabled addon
+	// depends on them.
+	Implied []string
+}
+
+// RefusedError says why a choice cannot be carried out. The cluster keeps
+// running what it ran: nothing is removed because of a refused choice.
+type RefusedError struct {
+	Reason  string
+	Message string
+}
+
+func (e *RefusedError) Error() string { return e.Message }
+
+// Refusal reasons.
+const (
+	ReasonUnknownAddon       = "UnknownAddon"
+	ReasonDependencyDisabled = "DependencyDisabled"
+)
+
+// Select resolves the choices against the catalogue: defaults, then the
+// choices, then the dependencies of everything enabled. Unknown names and a
+// disabled addon that an enabled one needs are refused.
+func (a *Addons) Select(choices map[string]Choice) (*Selection, error) {
+	var unknown []string
+	for name := range choices {
+		if a.byName[name] == nil {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, &RefusedError{Reason: ReasonUnknownAddon, Message: fmt.Sprintf(
+			"spec.addons: unknown addon(s) %s; known: %s", strings.Join(unknown, ", "), strings.Join(a.Names(), ", "))}
+	}
+	enabled := map[string]bool{}
+	for _, ad := range a.Addons {
+		on := ad.Default
+		if c, ok := choices[ad.Name]; ok && c.Enabled != nil {
+			on = *c.Enabled
+		}
+		enabled[ad.Name] = on
+	}
+	explicitlyOff := func(n string) bool {
+		c, ok := choices[n]
+		return ok && c.Enabled != nil && !*c.Enabled
+	}
+	sel := &Selection{}
+	var refusals []string
+	// Walk dependencies until nothing new is switched on.
+	for changed := true; changed; {
+		changed = false
+		for _, ad := range a.Addons {
+			if !enabled[ad.Name] {
+				continue
+			}
+			for _, d := range ad.DependsOn {
+				switch {
+				case enabled[d]:
+				case explicitlyOff(d):
+					refusals = append(refusals, fmt.Sprintf("%s is disabled but needed by %s", d, ad.Name))
+				default:
+					enabled[d], changed = true, true
+					sel.Implied = append(sel.Implied, d)
+				}
+			}
+		}
+		if len(refusals) > 0 {
+			break
+		}
+	}
+	if len(refusals) > 0 {
+		sort.Strings(refusals)
+		return nil, &RefusedError{Reason: ReasonDependencyDisabled, Message: fmt.Sprintf(
+			"spec.addons: %s; enable it or disable what needs it", strings.Join(dedupe(refusals), "; "))}
+	}
+	var names []string
+	for _, ad := range a.Addons {
+		if enabled[ad.Name] {
+			names = append(names, ad.Name)
+		}
+	}
+	ordered, err := a.order(names)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range ordered {
+		sel.Enabled = append(sel.Enabled, a.byName[n])
+	}
+	sort.Strings(sel.Implied)
+	sel.Implied = dedupe(sel.Implied)
+	return sel, nil
+}
+
+func dedupe(sorted []string) []string { return slices.Compact(sorted) }

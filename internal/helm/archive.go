@@ -1,0 +1,101 @@
+package helm
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+)
+
+// Archive packages a chart the way `helm package` does, with every
+// timestamp fixed, so that the same chart gives the same bytes: the bytes
+// are served to helm-controller under their digest, and a digest that
+// changed on every rebuild would upgrade every release after each operator
+// restart.
+func Archive(c *Chart) ([]byte, error) {
+	ch, err := c.Load()
+	if err != nil {
+		return nil, err
+	}
+	return archive(ch)
+}
+
+func archive(ch *chart.Chart) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "chart-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path, err := chartutil.Save(ch, dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrChartInvalid, err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return normalize(f)
+}
+
+// normalize rewrites a .tgz with zero modification times and no gzip
+// header metadata; entry order and contents are kept.
+func normalize(r io.Reader) ([]byte, error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	tr := tar.NewReader(zr)
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	tw := tar.NewWriter(zw)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		h.ModTime, h.AccessTime, h.ChangeTime = time.Unix(0, 0).UTC(), time.Time{}, time.Time{}
+		h.Format = tar.FormatPAX
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// ValidateValues checks values against the chart's values.schema.json (and
+// its subcharts'), coalesced with the chart's defaults the way an install
+// would; the error wraps ErrValuesRejected.
+func ValidateValues(c *Chart, values map[string]any) error {
+	ch, err := c.Load()
+	if err != nil {
+		return err
+	}
+	merged, err := chartutil.CoalesceValues(ch, values)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrValuesRejected, err)
+	}
+	if err := chartutil.ValidateAgainstSchema(ch, merged); err != nil {
+		return fmt.Errorf("%w: %v", ErrValuesRejected, err)
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package helm
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+)
+
+func TestArchiveIsReproducibleAndLoadable(t *testing.T) {
+	c, err := BuildFromTree(TreeChart{Tree: tree, Path: "system/metrics-server", Libraries: map[string]string{"cozy-lib": "library/cozy-lib"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := Archive(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := Archive(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, second) {
+		t.Fatal("two archives of the same chart differ")
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Name() != "metrics-server" || len(ch.Dependencies()) != 2 {
+		t.Fatalf("archive holds %s with %d dependencies", ch.Name(), len(ch.Dependencies()))
+	}
+}
+
+func TestValidateValues(t *testing.T) {
+	c, err := BuildFromTree(TreeChart{Tree: tree, Path: "system/velero"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		values map[string]any
+		reject bool
+	}{
+		{"defaults", nil, false},
+		{"a value of the right type", map[string]any{"velero": map[string]any{"replicas": 3}}, false},
+		{"a value of the wrong type", map[string]any{"velero": map[string]any{"replicas": "many"}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateValues(c, tt.values)
+			if got := errors.Is(err, ErrValuesRejected); got != tt.reject {
+				t.Fatalf("rejected = %v (%v), want %v", got, err, tt.reject)
+			}
+		})
+	}
+}
+
+// Helm stamps the current time into every entry; normalize must erase it.
+func TestNormalizeErasesTimes(t *testing.T) {
+	tgz := func(mtime time.Time) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.ModTime = mtime
+		tw := tar.NewWriter(zw)
+		body := []byte("name: x\n")
+		if err := tw.WriteHeader(&tar.Header{Name: "x/Chart.yaml", Mode: 0o644, Size: int64(len(body)), ModTime: mtime}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(body); err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	a, err := normalize(bytes.NewReader(tgz(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := normalize(bytes.NewReader(tgz(time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("archives that differ only in timestamps normalize differently")
+	}
+}

@@ -1,0 +1,128 @@
+package packages
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/tenant-operator/internal/apply"
+	"github.com/cozystack/tenant-operator/internal/outcome"
+	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
+)
+
+// ensureNamespaces applies the namespaces of the releases, labelled as
+// Cozystack labels them; a namespace of a privileged component is allowed
+// privileged pods, the others keep the cluster's pod-security default.
+func (r *Reconciler) ensureNamespaces(ctx context.Context, desired []*release) error {
+	privileged := map[string]bool{}
+	var names []string
+	for _, rel := range desired {
+		ns := rel.HR.Namespace
+		if _, seen := privileged[ns]; !seen {
+			names = append(names, ns)
+		}
+		privileged[ns] = privileged[ns] || rel.Privileged
+	}
+	sort.Strings(names)
+	objs := make([]client.Object, 0, len(names))
+	for _, name := range names {
+		ns := &corev1.Namespace{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{},
+				// A namespace outlives the release that made it: other
+				// packages may share it.
+				Annotations: map[string]string{"helm.sh/resource-policy": "keep"}},
+		}
+		if !strings.HasPrefix(name, "tenant-") {
+			ns.Labels[SystemLabel] = "true"
+		}
+		if privileged[name] {
+			ns.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
+		}
+		objs = append(objs, ns)
+	}
+	if _, err := r.Apply.ApplyObjects(ctx, objs...); err != nil {
+		return outcome.Retry(ReasonInternalError, err)
+	}
+	return nil
+}
+
+// applyReleases applies each release's ExternalArtifact, records where its
+// chart is served, then applies the HelmRelease that points at it.
+func (r *Reconciler) applyReleases(ctx context.Context, pkg *cozyv1.Package, desired []*release) error {
+	for _, rel := range desired {
+		if _, err := r.Apply.ApplyObjects(ctx, rel.EA); err != nil {
+			return outcome.Retry(ReasonHelmReleaseFailed, err)
+		}
+		if err := r.publish(ctx, rel); err != nil {
+			return outcome.Retry(ReasonHelmReleaseFailed, err)
+		}
+		if _, err := r.Apply.ApplyObjects(ctx, rel.HR); err != nil {
+			return outcome.Retry(ReasonHelmReleaseFailed, fmt.Errorf("HelmRelease %s/%s: %w", rel.HR.Namespace, rel.HR.Name, err))
+		}
+	}
+	return nil
+}
+
+// publish writes the ExternalArtifact's status, as its producer does: the
+// artifact and Ready. Skipped when it already says the same.
+func (r *Reconciler) publish(ctx context.Context, rel *release) error {
+	cur := &sourcev1.ExternalArtifact{}
+	// Uncached: the object may be seconds old.
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(rel.EA), cur); err != nil {
+		return err
+	}
+	if a := cur.Status.Artifact; a != nil && a.Digest == rel.Artifact.Digest && a.URL == rel.Artifact.URL {
+		return nil
+	}
+	before := cur.DeepCopy()
+	cur.Status.Artifact = rel.Artifact
+	meta := metav1.Condition{Type: ReadyCondition, Status: metav1.ConditionTrue, Reason: ReasonSucceeded,
+		Message: "stored artifact for revision " + rel.Artifact.Revision, ObservedGeneration: cur.Generation,
+		LastTransitionTime: metav1.Now()}
+	cur.Status.Conditions = []metav1.Condition{meta}
+	return r.Status().Patch(ctx, cur, client.MergeFrom(before), client.FieldOwner(apply.FieldOwner))
+}
+
+// prune deletes the HelmReleases (and chart artifacts) of this Package that
+// are no longer desired: a disabled component or another variant.
+// helm-controller's finalizer uninstalls each release.
+func (r *Reconciler) prune(ctx context.Context, pkg *cozyv1.Package, desired []*release) error {
+	keep := map[client.ObjectKey]bool{}
+	for _, rel := range desired {
+		keep[client.ObjectKeyFromObject(rel.HR)] = true
+		keep[client.ObjectKeyFromObject(rel.EA)] = true
+	}
+	sel := client.MatchingLabels{PackageLabel: pkg.Name}
+	var hrs helmv2.HelmReleaseList
+	if err := r.List(ctx, &hrs, sel); err != nil {
+		return outcome.Retry(ReasonInternalError, err)
+	}
+	var eas sourcev1.ExternalArtifactList
+	if err := r.List(ctx, &eas, sel); err != nil {
+		return outcome.Retry(ReasonInternalError, err)
+	}
+	var stale []client.Object
+	for i := range hrs.Items {
+		stale = append(stale, &hrs.Items[i])
+	}
+	for i := range eas.Items {
+		stale = append(stale, &eas.Items[i])
+	}
+	for _, obj := range stale {
+		if keep[client.ObjectKeyFromObject(obj)] {
+			continue
+		}
+		if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return outcome.Retry(ReasonInternalError, err)
+		}
+	}
+	return nil
+}

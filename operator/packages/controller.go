@@ -1,0 +1,104 @@
+// Package packages holds the Package controller: it turns a Package and the
+// same-named PackageSource (cozystack.io/v1alpha1, Cozystack's semantics)
+// into chart artifacts the operator serves and HelmReleases that the
+// tenant's Flux reconciles. Unlike Cozystack's, a Package is Ready only when
+// its HelmReleases are, and a dependent Package starts on the event that
+// makes its dependencies Ready.
+package packages
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/tenant-operator/internal/apply"
+	"github.com/cozystack/tenant-operator/internal/artifacts"
+	"github.com/cozystack/tenant-operator/internal/outcome"
+	"github.com/cozystack/tenant-operator/internal/source"
+	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
+)
+
+// Labels and annotations, with Cozystack's names.
+const (
+	PackageLabel          = "cozystack.io/package"
+	PrivilegedLabel       = "cozystack.io/privileged"
+	SystemLabel           = "cozystack.io/system"
+	SkipValuesAnnotation  = "operator.cozystack.io/skip-cozystack-values"
+	ValuesFilesAnnotation = "cozyhr.cozystack.io/values-files"
+	ValuesSecret          = "cozystack-values"
+)
+
+// Reconciler reconciles Packages.
+type Reconciler struct {
+	client.Client
+	// APIReader reads Secrets, which the cache does not hold.
+	APIReader client.Reader
+	Apply     *apply.Engine
+	Puller    *source.Puller
+	Store     *artifacts.Store
+
+	charts chartCache
+}
+
+// Reconcile writes the Package's chart artifacts and HelmReleases and
+// reports their health. No finalizer: the HelmReleases carry an owner
+// reference, so deleting a Package uninstalls its releases through the
+// garbage collector and helm-controller, and a dead Flux cannot hang it.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	pkg := &cozyv1.Package{}
+	if err := r.Get(ctx, req.NamespacedName, pkg); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pkg.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	// This controller is the only writer of Package status: one merge
+	// patch per reconcile, none when nothing changed.
+	before := pkg.DeepCopy()
+	var health health
+	defer func() {
+		summarize(pkg, retErr, health)
+		if _, isTerminal := outcome.Classify(retErr); retErr == nil || isTerminal {
+			pkg.Status.ObservedGeneration = pkg.Generation
+		}
+		if equality.Semantic.DeepEqual(before.Status, pkg.Status) {
+			return
+		}
+		if err := r.Status().Patch(ctx, pkg, client.MergeFrom(before), client.FieldOwner(apply.FieldOwner)); err != nil {
+			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
+		}
+	}()
+	health, retErr = r.reconcile(ctx, pkg)
+	return ctrl.Result{}, retErr
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, pkg *cozyv1.Package) (health, error) {
+	ps, variant, err := r.variant(ctx, pkg)
+	if err != nil {
+		return health{}, err
+	}
+	if waiting := r.dependencies(ctx, pkg, variant); waiting != "" {
+		return health{waiting: waiting}, nil
+	}
+	art, err := r.artifact(ctx, ps)
+	if err != nil {
+		return health{}, err
+	}
+	desired, err := r.desired(ctx, pkg, ps, variant, art)
+	if err != nil {
+		return health{}, err
+	}
+	if err := r.ensureNamespaces(ctx, desired); err != nil {
+		return health{}, err
+	}
+	if err := r.applyReleases(ctx, pkg, desired); err != nil {
+		return health{}, err
+	}
+	if err := r.prune(ctx, pkg, desired); err != nil {
+		return health{}, err
+	}
+	return r.observe(ctx, desired), nil
+}

@@ -1,0 +1,105 @@
+package packages
+
+import (
+	"context"
+	"fmt"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
+)
+
+// SetupWithManager registers the controller. Every input is a watch, so a
+// dependent Package starts on the event that makes its dependency Ready,
+// not on a timer.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("package").
+		For(&cozyv1.Package{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&helmv2.HelmRelease{}, builder.WithPredicates(readyChanged())).
+		// A dependency turning Ready (or not) wakes its dependents.
+		Watches(&cozyv1.Package{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
+			builder.WithPredicates(readyChanged())).
+		Watches(&cozyv1.PackageSource{}, handler.EnqueueRequestsFromMapFunc(sameName),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A new packages artifact rebuilds every chart.
+		Watches(&sourcev1.OCIRepository{}, handler.EnqueueRequestsFromMapFunc(r.all),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}
+
+func sameName(_ context.Context, obj client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: obj.GetName()}}}
+}
+
+// dependents maps a Package to the Packages that record it as a
+// dependency.
+func (r *Reconciler) dependents(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list cozyv1.PackageList
+	if err := r.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, p := range list.Items {
+		if _, ok := p.Status.Dependencies[obj.GetName()]; ok {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: p.Name}})
+		}
+	}
+	return out
+}
+
+func (r *Reconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list cozyv1.PackageList
+	if err := r.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: p.Name}})
+	}
+	return out
+}
+
+// readyChanged passes creations, deletions, spec changes and changes of the
+// Ready or Stalled verdict; the status churn in between wakes nobody.
+func readyChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
+				return true
+			}
+			return verdict(e.ObjectOld) != verdict(e.ObjectNew)
+		},
+	}
+}
+
+// verdict is what a dependent cares about: the Ready and Stalled verdicts
+// and whether they speak of the current generation.
+func verdict(obj client.Object) string {
+	var conds []metav1.Condition
+	var observed int64
+	switch o := obj.(type) {
+	case *helmv2.HelmRelease:
+		conds, observed = o.Status.Conditions, o.Status.ObservedGeneration
+	case *cozyv1.Package:
+		conds, observed = o.Status.Conditions, o.Status.ObservedGeneration
+	}
+	out := fmt.Sprint(observed == obj.GetGeneration())
+	for _, t := range []string{meta.ReadyCondition, meta.StalledCondition} {
+		if c := apimeta.FindStatusCondition(conds, t); c != nil {
+			out += ";" + t + "=" + string(c.Status) + "/" + c.Reason
+		}
+	}
+	return out
+}
