@@ -25,6 +25,8 @@ type idleResult struct {
 	rssMiB float64
 	// settle counts the same for the settle period before the window.
 	settle *idleResult
+	// toggle holds, per round, addon enabled → its HelmRelease created.
+	toggle []time.Duration
 }
 
 // auditPolicy records every request at Metadata level, once per request.
@@ -66,7 +68,15 @@ func measureIdle(ctx context.Context, bin string, nodes int, window time.Duratio
 	if err := t.ApplyBundle(ctx, framework.Bundle(w, url)); err != nil {
 		return idleResult{}, err
 	}
+	// The full bundle: the addon tier too, reconciled by Flux run from the
+	// Deployment the operator applied.
+	if _, err := t.RunFlux(ctx); err != nil {
+		return idleResult{}, err
+	}
 	if err := waitBundleReady(ctx, t); err != nil {
+		return idleResult{}, err
+	}
+	if err := waitAddonsReady(ctx, t); err != nil {
 		return idleResult{}, err
 	}
 	ready := time.Now()
@@ -88,8 +98,16 @@ func measureIdle(ctx context.Context, bin string, nodes int, window time.Duratio
 	if err := countRequests(log, user, ready, from, res.settle); err != nil {
 		return idleResult{}, err
 	}
-	return res, countRequests(log, user, from, to, &res)
+	if err := countRequests(log, user, from, to, &res); err != nil {
+		return idleResult{}, err
+	}
+	fmt.Printf("  toggling %s %d times\n", toggleAddon, toggles)
+	res.toggle, err = measureToggle(ctx, t, toggles)
+	return res, err
 }
+
+// toggles is how many enable/disable rounds the toggle latency is taken over.
+const toggles = 20
 
 // settle is how long after Ready the cluster gets to finish rolling out
 // (kube-controller-manager's last status updates) before the idle window

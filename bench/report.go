@@ -105,6 +105,12 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "The idle window opens %s after Ready; in that settle period the operator made %d request(s) (%s), %d write(s) besides the Lease.\n\n",
 			st.window, st.requests, strings.Join(s, ", "), st.writes-st.leaseWrites)
 	}
+	if tg := r.idle.toggle; len(tg) > 0 {
+		p50, p95 := percentile(tg, 0.50), percentile(tg, 0.95)
+		b.WriteString("## Addon toggle latency\n\n| measurement | p50 | p95 | target | |\n|---|---|---|---|---|\n")
+		fmt.Fprintf(&b, "| addon enabled (TenantBundle written) → its HelmRelease created (%d rounds) | %d ms | %d ms | p95 ≤ 1 s | %s |\n\n",
+			len(tg), p50.Milliseconds(), p95.Milliseconds(), verdict(p95 <= time.Second))
+	}
 	b.WriteString(`## How each number is measured
 
 - **Worlds**: every measurement starts its own test world (real etcd, kube-apiserver, kube-controller-manager,
@@ -121,7 +127,12 @@ func (r *report) markdown() string {
   (Cozystack's setting); the clock stops when every HelmRelease is Ready.
 - **Idle**: a fourth world with the API server's audit log on (Metadata level, one entry per request); after Ready the
   harness lets the rollout settle for 30 s (reported separately), then counts the entries of the operator's
-  ServiceAccount over the idle window. RSS is VmRSS from /proc at the end.
+  ServiceAccount over the idle window. RSS is VmRSS from /proc at the end. This world runs the full bundle: the
+  operator applies Flux, the harness runs its pod from that Deployment, and the window opens only after
+  AddonsReady (metrics-server, snapshot CRDs, prometheus-operator CRDs installed by helm-controller).
+- **Toggle latency**: in the idle world after the window, ` + "`velero`" + ` is enabled with the CLI's code (a server-side
+  apply of one field) and the clock stops when a watch on its namespace delivers the HelmRelease's creation; then it
+  is disabled and the harness waits until helm-controller has uninstalled it, 20 rounds.
 `)
 	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +17,7 @@ import (
 	"github.com/cozystack/tenant-operator/internal/scheme"
 )
 
-const usage = `usage: kubectl tenant [--kubeconfig FILE] [--bundle NAME] addons <command>
+const usage = `usage: kubectl tenant [--kubeconfig FILE] [--bundle NAME] [--wait 30s] addons <command>
 
   addons list                     every addon: enabled, who chose it, Ready, message
   addons enable NAME              switch an addon on (and what it depends on)
@@ -28,17 +29,18 @@ func main() {
 	fs := flag.NewFlagSet("kubectl-tenant", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	bundleName := fs.String("bundle", "tenant", "name of the TenantBundle")
+	waitFor := fs.Duration("wait", 30*time.Second, "how long a change waits for the operator's verdict (0: do not wait)")
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
-	if err := run(context.Background(), *kubeconfig, *bundleName, fs.Args()); err != nil {
+	if err := run(context.Background(), *kubeconfig, *bundleName, *waitFor, fs.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, bundleName string, args []string) error {
+func run(ctx context.Context, kubeconfig, bundleName string, waitFor time.Duration, args []string) error {
 	if len(args) < 2 || args[0] != "addons" {
 		fmt.Fprint(os.Stderr, usage)
 		return fmt.Errorf("unknown command")
@@ -53,7 +55,7 @@ func run(ctx context.Context, kubeconfig, bundleName string, args []string) erro
 	if err != nil {
 		return err
 	}
-	a := &cli.Addons{Client: c, Bundle: bundleName, Out: os.Stdout}
+	a := &cli.Addons{Client: c, Bundle: bundleName, Out: os.Stdout, Wait: waitFor}
 	switch cmd, rest := args[1], args[2:]; {
 	case cmd == "list" && len(rest) == 0:
 		return a.List(ctx)

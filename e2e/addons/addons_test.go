@@ -154,6 +154,9 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 		b, err = t.Bundle(ctx, "tenant")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(*b.Spec.Addons["velero"].Enabled).To(BeFalse(), "a changed management value wins")
+		Eventually(func() bool {
+			return apierrors.IsNotFound(t.Client.Get(ctx, client.ObjectKey{Namespace: "cozy-velero", Name: "velero"}, &helmv2.HelmRelease{}))
+		}).WithContext(ctx).Should(BeTrue())
 		Eventually(addonsReady(ctx, t)).WithContext(ctx).Should(Succeed())
 		seeded = changed
 	})
@@ -179,7 +182,9 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 		out, err := kubectlTenant(ctx, t, "addons", "set", "velero", `{"velero":{"replicas":"many"}}`)
 		Expect(err).NotTo(HaveOccurred(), out)
 		out, err = kubectlTenant(ctx, t, "addons", "enable", "velero")
-		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("ValuesRejected"))
+		Expect(out).To(ContainSubstring("spec.components.velero.values"))
 		Eventually(func(g Gomega) {
 			pkg := &cozyv1.Package{}
 			g.Expect(t.Client.Get(ctx, client.ObjectKey{Name: "addon.velero"}, pkg)).To(Succeed())

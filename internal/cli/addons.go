@@ -13,11 +13,13 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/tenant-operator/bundles"
@@ -33,6 +35,9 @@ type Addons struct {
 	Client client.Client
 	Bundle string // TenantBundle name
 	Out    io.Writer
+	// Wait bounds how long a change waits for the operator's verdict;
+	// zero returns right after writing.
+	Wait time.Duration
 }
 
 func (a *Addons) load(ctx context.Context) (*tenantv1.TenantBundle, *bundle.Addons, error) {
@@ -168,7 +173,47 @@ func (a *Addons) change(ctx context.Context, name string, edit func(*tenantv1.Ad
 	if err := a.Client.Patch(ctx, u, client.Apply, client.FieldOwner(seed.CLIManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("TenantBundle %s: %w", tb.Name, err)
 	}
-	return nil
+	if a.Wait == 0 {
+		return nil
+	}
+	return a.verdict(ctx, cat.Get(name), u.GetGeneration())
+}
+
+// verdict waits until the operator has handled the change and returns its
+// refusal, if any: the TenantBundle Stalled, or the addon's Package
+// Stalled (values its chart's schema rejects). It does not wait for the
+// install itself; `addons list` shows that.
+func (a *Addons) verdict(ctx context.Context, ad *bundle.Addon, generation int64) error {
+	var refusal error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, a.Wait, true, func(ctx context.Context) (bool, error) {
+		tb := &tenantv1.TenantBundle{}
+		if err := a.Client.Get(ctx, client.ObjectKey{Name: a.Bundle}, tb); err != nil {
+			return false, err
+		}
+		if tb.Status.ObservedGeneration < generation {
+			return false, nil
+		}
+		if c := apimeta.FindStatusCondition(tb.Status.Conditions, meta.StalledCondition); c != nil && c.Status == metav1.ConditionTrue {
+			refusal = fmt.Errorf("refused by the operator: %s: %s", c.Reason, c.Message)
+			return true, nil
+		}
+		pkg := &cozyv1.Package{}
+		if err := a.Client.Get(ctx, client.ObjectKey{Name: ad.PackageName()}, pkg); err != nil {
+			// Disabled, or held until the network tier is Ready.
+			return true, client.IgnoreNotFound(err)
+		}
+		if pkg.Status.ObservedGeneration < pkg.Generation {
+			return false, nil
+		}
+		if c := apimeta.FindStatusCondition(pkg.Status.Conditions, meta.StalledCondition); c != nil && c.Status == metav1.ConditionTrue {
+			refusal = fmt.Errorf("refused by the operator: %s: %s", c.Reason, c.Message)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the operator to handle the change: %w", err)
+	}
+	return refusal
 }
 
 func choices(spec map[string]tenantv1.AddonSpec) map[string]bundle.Choice {

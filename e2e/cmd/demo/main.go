@@ -85,12 +85,18 @@ func run(ctx context.Context, operator string, exitWhenReady bool, timeout time.
 	}
 	bootstrapStart := time.Now()
 	say("TenantBundle applied")
+	flux, err := t.RunFlux(ctx)
+	if err != nil {
+		return err
+	}
+	say("the operator applied Flux; running its pod's source-controller and helm-controller as pids %d, %d",
+		flux.Procs[0].PID(), flux.Procs[1].PID())
 
 	final, err := follow(ctx, w, timeout, say)
 	if err != nil {
 		return err
 	}
-	say("TenantBundle Ready: bootstrap took %.2fs after the TenantBundle was applied", time.Since(bootstrapStart).Seconds())
+	say("TenantBundle Ready and AddonsReady: %.2fs after the TenantBundle was applied", time.Since(bootstrapStart).Seconds())
 	printTable(final)
 
 	fmt.Printf("\nLook around:\n  export KUBECONFIG=%s\n  %s get tenantbundles,nodes\n  %s get pods -A -o wide\n",
@@ -137,11 +143,13 @@ func follow(ctx context.Context, w *world.World, timeout time.Duration, say func
 					say("%-10s %s", comp.Name, line)
 				}
 			}
-			if r := conditions.Get(b, tenantv1.ReadyCondition); r != nil && last["@ready"] != r.Reason+r.Message {
-				last["@ready"] = r.Reason + r.Message
-				say("Ready=%s %s", r.Status, r.Reason)
+			for _, typ := range []string{tenantv1.ReadyCondition, tenantv1.AddonsReadyCondition} {
+				if r := conditions.Get(b, typ); r != nil && last["@"+typ] != r.Reason+r.Message {
+					last["@"+typ] = r.Reason + r.Message
+					say("%s=%s %s %s", typ, r.Status, r.Reason, r.Message)
+				}
 			}
-			if conditions.IsReady(b) && b.Status.ObservedGeneration == b.Generation {
+			if conditions.IsReady(b) && conditions.IsTrue(b, tenantv1.AddonsReadyCondition) && b.Status.ObservedGeneration == b.Generation {
 				return b, nil
 			}
 		}
