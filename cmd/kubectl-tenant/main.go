@@ -15,9 +15,13 @@ import (
 
 	"github.com/cozystack/tenant-operator/internal/cli"
 	"github.com/cozystack/tenant-operator/internal/scheme"
+	seedpkg "github.com/cozystack/tenant-operator/internal/seed"
 )
 
-const usage = `usage: kubectl tenant [--kubeconfig FILE] [--bundle NAME] [--wait 30s] addons <command>
+const usage = `usage: kubectl tenant [--kubeconfig FILE] [--bundle NAME] [--wait 30s] <command>
+
+  seed --api-endpoint HOST:PORT [--version V] [--image REPO] [--namespace NS] [--bundle-file F] [--dry-run -o yaml]
+                                  put the operator (and a TenantBundle) into the tenant; idempotent
 
   addons list                     every addon: enabled, who chose it, Ready, message
   addons enable NAME              switch an addon on (and what it depends on)
@@ -41,17 +45,14 @@ func main() {
 }
 
 func run(ctx context.Context, kubeconfig, bundleName string, waitFor time.Duration, args []string) error {
+	if len(args) >= 1 && args[0] == "seed" {
+		return seed(ctx, kubeconfig, args[1:])
+	}
 	if len(args) < 2 || args[0] != "addons" {
 		fmt.Fprint(os.Stderr, usage)
 		return fmt.Errorf("unknown command")
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
-	if err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	c, err := newClient(kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -69,4 +70,40 @@ func run(ctx context.Context, kubeconfig, bundleName string, waitFor time.Durati
 		fmt.Fprint(os.Stderr, usage)
 		return fmt.Errorf("bad arguments to addons %s", cmd)
 	}
+}
+
+func newClient(kubeconfig string) (client.Client, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme.New()})
+}
+
+func seed(ctx context.Context, kubeconfig string, args []string) error {
+	fs := flag.NewFlagSet("seed", flag.ContinueOnError)
+	var o cli.SeedOptions
+	fs.StringVar(&o.APIEndpoint, "api-endpoint", "", "the tenant API server as reachable from its nodes, host:port (required)")
+	fs.StringVar(&o.Version, "version", "latest", "operator image tag")
+	fs.StringVar(&o.Image, "image", "", "operator image repository (default "+seedpkg.DefaultImage+")")
+	fs.StringVar(&o.Namespace, "namespace", "", "operator namespace (default "+seedpkg.DefaultNamespace+")")
+	fs.StringVar(&o.BundleFile, "bundle-file", "", "a TenantBundle manifest to seed with the operator")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "print what would be applied instead of applying it")
+	output := fs.String("o", "yaml", "output format of --dry-run (yaml)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *output != "yaml" {
+		return fmt.Errorf("-o %s: only yaml is supported", *output)
+	}
+	var c client.Client
+	if !o.DryRun {
+		var err error
+		if c, err = newClient(kubeconfig); err != nil {
+			return err
+		}
+	}
+	return cli.Seed(ctx, c, o, os.Stdout)
 }

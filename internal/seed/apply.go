@@ -3,8 +3,12 @@ package seed
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/tenant-operator/internal/apply"
@@ -38,4 +42,42 @@ func ApplyBundle(ctx context.Context, c client.Client, want *tenantv1.TenantBund
 		return fmt.Errorf("TenantBundle %s: %w", b.Name, err)
 	}
 	return nil
+}
+
+// Apply puts the seed into a tenant: namespace, RBAC and the operator
+// Deployment with server-side apply as SeedManager (namespace first), then
+// the TenantBundle with ApplyBundle's precedence. Idempotent: a re-run
+// writes nothing unless something changed; a new Version rolls the operator,
+// which re-applies its CRDs at start and adopts what runs (no reinstall).
+func Apply(ctx context.Context, c client.Client, cfg Config) error {
+	objs, err := Objects(Config{Namespace: cfg.Namespace, Image: cfg.Image, Version: cfg.Version,
+		APIHost: cfg.APIHost, APIPort: cfg.APIPort, ExtraArgs: cfg.ExtraArgs})
+	if err != nil {
+		return err
+	}
+	us := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		u, err := apply.ToUnstructured(o)
+		if err != nil {
+			return err
+		}
+		us = append(us, u)
+	}
+	if _, err := apply.NewFor(c, SeedManager).ApplyStaged(ctx, us, time.Minute); err != nil {
+		return err
+	}
+	if cfg.Bundle == nil {
+		return nil
+	}
+	// The operator installs the TenantBundle CRD when it starts (so CRDs
+	// follow its version); until then the kind is unknown.
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, cfg.crdWait(), true, func(ctx context.Context) (bool, error) {
+		last = ApplyBundle(ctx, c, cfg.Bundle)
+		return !meta.IsNoMatchError(last), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the operator to install the TenantBundle CRD: %w (last: %v)", err, last)
+	}
+	return last
 }

@@ -7,6 +7,7 @@ package seed
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,16 @@ type Config struct {
 	Bundle *tenantv1.TenantBundle
 	// ExtraArgs are appended to the operator's arguments.
 	ExtraArgs []string
+	// CRDWait bounds how long Apply waits for the operator to install the
+	// TenantBundle CRD (default 5m).
+	CRDWait time.Duration
+}
+
+func (c Config) crdWait() time.Duration {
+	if c.CRDWait == 0 {
+		return 5 * time.Minute
+	}
+	return c.CRDWait
 }
 
 func (c Config) withDefaults() Config {
