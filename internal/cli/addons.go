@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -160,14 +161,22 @@ func (a *Addons) change(ctx context.Context, name string, edit func(*tenantv1.Ad
 	patch := &tenantv1.TenantBundle{
 		TypeMeta:   metav1.TypeMeta{APIVersion: tenantv1.GroupVersion.String(), Kind: "TenantBundle"},
 		ObjectMeta: metav1.ObjectMeta{Name: tb.Name},
-		Spec:       tenantv1.TenantBundleSpec{Addons: map[string]tenantv1.AddonSpec{name: mine}},
+		Spec:       tenantv1.TenantBundleSpec{Addons: ownIntent(tb)},
 	}
+	own := patch.Spec.Addons[name]
+	if mine.Enabled != nil {
+		own.Enabled = mine.Enabled
+	}
+	if mine.Values != nil {
+		own.Values = mine.Values
+	}
+	patch.Spec.Addons[name] = own
 	u, err := apply.ToUnstructured(patch)
 	if err != nil {
 		return err
 	}
-	// Only the addon's field: the rest of the spec belongs to others, and
-	// a partial apply must not claim (or clear) it.
+	// Only this manager's addon fields: the rest of the spec belongs to
+	// others, and an apply must neither claim nor clear it.
 	spec := map[string]any{"addons": u.Object["spec"].(map[string]any)["addons"]}
 	u.Object["spec"] = spec
 	if err := a.Client.Patch(ctx, u, client.Apply, client.FieldOwner(seed.CLIManager), client.ForceOwnership); err != nil {
@@ -214,6 +223,28 @@ func (a *Addons) verdict(ctx context.Context, ad *bundle.Addon, generation int64
 		return fmt.Errorf("waiting for the operator to handle the change: %w", err)
 	}
 	return refusal
+}
+
+// ownIntent is every addon field this CLI set before, with its current
+// value: server-side apply removes the fields a manager owned but leaves
+// out of its next apply, so each apply restates the whole intent.
+func ownIntent(tb *tenantv1.TenantBundle) map[string]tenantv1.AddonSpec {
+	out := map[string]tenantv1.AddonSpec{}
+	for key, managers := range seed.AddonFieldOwners(tb.ManagedFields) {
+		if !slices.Contains(managers, seed.CLIManager) {
+			continue
+		}
+		name, field, _ := strings.Cut(key, "/")
+		cur, spec := tb.Spec.Addons[name], out[name]
+		switch field {
+		case "enabled":
+			spec.Enabled = cur.Enabled
+		case "values":
+			spec.Values = cur.Values
+		}
+		out[name] = spec
+	}
+	return out
 }
 
 func choices(spec map[string]tenantv1.AddonSpec) map[string]bundle.Choice {

@@ -9,6 +9,7 @@ package packages
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,11 +78,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 func (r *Reconciler) reconcile(ctx context.Context, pkg *cozyv1.Package) (health, error) {
 	ps, variant, err := r.variant(ctx, pkg)
+	if errors.Is(err, errPackageSourceNotFound) {
+		return health{waitingReason: ReasonPackageSourceNotFound, waiting: fmt.Sprintf("waiting for PackageSource %q", pkg.Name)}, nil
+	}
 	if err != nil {
 		return health{}, err
 	}
 	if waiting := r.dependencies(ctx, pkg, variant); waiting != "" {
-		return health{waiting: waiting}, nil
+		return health{waitingReason: ReasonDependenciesNotReady, waiting: waiting}, nil
 	}
 	art, err := r.artifact(ctx, ps)
 	if err != nil {

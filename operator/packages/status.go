@@ -38,7 +38,8 @@ const (
 
 // health is what the Package's HelmReleases say.
 type health struct {
-	waiting  string // a dependency Package is not Ready yet
+	waiting       string // what the Package waits for outside itself
+	waitingReason string
 	total    int
 	pending  []string
 	failed   *metav1.Condition // the first failing release's Ready condition
@@ -83,7 +84,7 @@ func summarize(pkg *cozyv1.Package, err error, h health) {
 		reason, stalled = outcome.Classify(err)
 		msg = err.Error()
 	case h.waiting != "":
-		reason, msg = ReasonDependenciesNotReady, h.waiting
+		reason, msg = h.waitingReason, h.waiting
 	case h.failed != nil:
 		// Flux's own reason, so that `kubectl get pkg` says what Flux says.
 		reason, msg, stalled = h.failed.Reason, fmt.Sprintf("HelmRelease %s: %s", h.failedOn, h.failed.Message), h.stalled

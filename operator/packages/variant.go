@@ -2,6 +2,7 @@ package packages
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -18,14 +19,17 @@ import (
 // DefaultVariant is the variant of a Package that names none.
 const DefaultVariant = "default"
 
+// errPackageSourceNotFound is waited for, not an error: the PackageSource's
+// creation enqueues the Package.
+var errPackageSourceNotFound = errors.New("PackageSource not found")
+
 // variant returns the same-named PackageSource and the variant the Package
-// selects. A missing PackageSource is waited for (its creation enqueues the
-// Package); a missing variant is Stalled: only a spec change can fix it.
+// selects. A missing variant is Stalled: only a spec change can fix it.
 func (r *Reconciler) variant(ctx context.Context, pkg *cozyv1.Package) (*cozyv1.PackageSource, *cozyv1.Variant, error) {
 	ps := &cozyv1.PackageSource{}
 	if err := r.Get(ctx, client.ObjectKey{Name: pkg.Name}, ps); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil, outcome.Terminal(ReasonPackageSourceNotFound, "PackageSource %q not found", pkg.Name)
+			return nil, nil, errPackageSourceNotFound
 		}
 		return nil, nil, outcome.Retry(ReasonInternalError, err)
 	}

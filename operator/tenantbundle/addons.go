@@ -55,19 +55,20 @@ func (r *Reconciler) addons(ctx context.Context, obj *tenantv1.TenantBundle, dig
 		return outcome.Terminal(tenantv1.ReasonInvalidSpec, "addons: %v", err)
 	}
 	networkReady := conditions.IsTrue(obj, tenantv1.NetworkReadyCondition)
-	var objs []client.Object
+	// Sources first: a Package is only reconciled with its PackageSource.
+	var sources, pkgs []client.Object
 	var held []string
 	repo := r.packagesRepository(obj, digest)
-	objs = append(objs, repo)
+	sources = append(sources, repo)
 	for _, a := range sel.Enabled {
 		if a.AfterNetwork && !networkReady {
 			held = append(held, a.Name)
 			continue
 		}
 		ps, pkg := addonPackage(catalogue, a, obj.Spec.Addons[a.Name], repo)
-		objs = append(objs, ps, pkg)
+		sources, pkgs = append(sources, ps), append(pkgs, pkg)
 	}
-	if err := r.applyAddons(ctx, objs); err != nil {
+	if err := r.applyAddons(ctx, sources, pkgs); err != nil {
 		return err
 	}
 	if err := r.pruneAddons(ctx, sel); err != nil {
@@ -140,8 +141,8 @@ func addonPackage(c *bundle.Addons, a *bundle.Addon, choice tenantv1.AddonSpec, 
 // applyAddons applies the addon objects unless exactly these were applied
 // last: a reconcile that changes nothing about addons costs no request.
 // Any event on an addon Package resets the memory (see the watch).
-func (r *Reconciler) applyAddons(ctx context.Context, objs []client.Object) error {
-	raw, err := json.Marshal(objs)
+func (r *Reconciler) applyAddons(ctx context.Context, stages ...[]client.Object) error {
+	raw, err := json.Marshal(stages)
 	if err != nil {
 		return err
 	}
@@ -149,8 +150,10 @@ func (r *Reconciler) applyAddons(ctx context.Context, objs []client.Object) erro
 	if r.addonsApplied.Load() == sum {
 		return nil
 	}
-	if _, err := r.Apply.ApplyObjects(ctx, objs...); err != nil {
-		return outcome.Retry(tenantv1.ReasonAddonsNotReady, fmt.Errorf("addons: %w", err))
+	for _, objs := range stages {
+		if _, err := r.Apply.ApplyObjects(ctx, objs...); err != nil {
+			return outcome.Retry(tenantv1.ReasonAddonsNotReady, fmt.Errorf("addons: %w", err))
+		}
 	}
 	r.addonsApplied.Store(sum)
 	return nil
