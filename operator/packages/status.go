@@ -40,11 +40,11 @@ const (
 type health struct {
 	waiting       string // what the Package waits for outside itself
 	waitingReason string
-	total    int
-	pending  []string
-	failed   *metav1.Condition // the first failing release's Ready condition
-	failedOn string
-	stalled  bool
+	total         int
+	pending       []string
+	failed        *metav1.Condition // the first failing release's Ready condition
+	failedOn      string
+	stalled       bool
 }
 
 // observe reads the releases' conditions from the cache. A release counts
