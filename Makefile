@@ -25,6 +25,7 @@ build: ## Build our binaries into bin/.
 generate: ## Regenerate deepcopy code and CRDs from operator/apis; copy the pinned Flux CRDs.
 	cd hack/tools/controller-gen && GOFLAGS=-mod=mod $(GO) build -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
 	$(BIN)/controller-gen object paths=./operator/apis/... crd:crdVersions=v1 output:crd:dir=./manifests/crds
+	mv manifests/crds/seeder.tenant.cozystack.io_*.yaml manifests/seeder-crds/
 	hack/flux-crds.sh
 
 ##@ Run
@@ -53,7 +54,7 @@ unit: ## Unit tests (pure logic).
 
 .PHONY: e2e
 e2e: world-bins build ## e2e suites, one at a time (each starts its own worlds).
-	$(GO) test -p 1 -timeout $(E2E_TIMEOUT) ./e2e/smoke/... ./e2e/bootstrap/... ./e2e/variants/... ./e2e/addons/... -ginkgo.v
+	$(GO) test -p 1 -timeout $(E2E_TIMEOUT) ./e2e/smoke/... ./e2e/bootstrap/... ./e2e/variants/... ./e2e/addons/... ./e2e/seeding/... -ginkgo.v
 
 .PHONY: test
 test: fmt vet unit e2e ## Everything CI runs.

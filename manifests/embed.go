@@ -14,3 +14,8 @@ var CRDs embed.FS
 //
 //go:embed flux/crds/*.yaml flux/flux.yaml
 var Flux embed.FS
+
+// SeederCRDs holds seeder-crds/*.yaml: the management side's TenantSeed.
+//
+//go:embed seeder-crds/*.yaml
+var SeederCRDs embed.FS

@@ -44,14 +44,39 @@ func ApplyBundle(ctx context.Context, c client.Client, want *tenantv1.TenantBund
 	return nil
 }
 
+// BundleName is the name of the one TenantBundle of a tenant.
+const BundleName = "tenant"
+
 // Apply puts the seed into a tenant: namespace, RBAC and the operator
 // Deployment with server-side apply as SeedManager (namespace first), then
 // the TenantBundle with ApplyBundle's precedence. Idempotent: a re-run
 // writes nothing unless something changed; a new Version rolls the operator,
 // which re-applies its CRDs at start and adopts what runs (no reinstall).
 func Apply(ctx context.Context, c client.Client, cfg Config) error {
-	objs, err := Objects(Config{Namespace: cfg.Namespace, Image: cfg.Image, Version: cfg.Version,
-		APIHost: cfg.APIHost, APIPort: cfg.APIPort, ExtraArgs: cfg.ExtraArgs})
+	if err := ApplyOperator(ctx, c, cfg); err != nil {
+		return err
+	}
+	if cfg.Bundle == nil {
+		return nil
+	}
+	// The operator installs the TenantBundle CRD when it starts (so CRDs
+	// follow its version); until then the kind is unknown.
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, cfg.crdWait(), true, func(ctx context.Context) (bool, error) {
+		last = ApplyBundle(ctx, c, cfg.Bundle)
+		return !meta.IsNoMatchError(last), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the operator to install the TenantBundle CRD: %w (last: %v)", err, last)
+	}
+	return last
+}
+
+// ApplyOperator applies the namespace, RBAC and Deployment of the seed
+// (not the TenantBundle) as SeedManager, the namespace first.
+func ApplyOperator(ctx context.Context, c client.Client, cfg Config) error {
+	cfg.Bundle = nil
+	objs, err := Objects(cfg)
 	if err != nil {
 		return err
 	}
@@ -63,21 +88,6 @@ func Apply(ctx context.Context, c client.Client, cfg Config) error {
 		}
 		us = append(us, u)
 	}
-	if _, err := apply.NewFor(c, SeedManager).ApplyStaged(ctx, us, time.Minute); err != nil {
-		return err
-	}
-	if cfg.Bundle == nil {
-		return nil
-	}
-	// The operator installs the TenantBundle CRD when it starts (so CRDs
-	// follow its version); until then the kind is unknown.
-	var last error
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, cfg.crdWait(), true, func(ctx context.Context) (bool, error) {
-		last = ApplyBundle(ctx, c, cfg.Bundle)
-		return !meta.IsNoMatchError(last), nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for the operator to install the TenantBundle CRD: %w (last: %v)", err, last)
-	}
-	return last
+	_, err = apply.NewFor(c, SeedManager).ApplyStaged(ctx, us, time.Minute)
+	return err
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/tenant-operator/internal/flux"
@@ -43,9 +43,21 @@ func (r *Reconciler) ensureFlux(ctx context.Context) error {
 	if err != nil {
 		return outcome.Terminal(tenantv1.ReasonInvalidSpec, "flux manifests: %v", err)
 	}
-	// Staged: the namespace must exist before what lives in it.
-	if _, err := r.Apply.ApplyStaged(ctx, objs, 30*time.Second); err != nil {
-		return outcome.Retry(tenantv1.ReasonAddonsNotReady, fmt.Errorf("flux: %w", err))
+	// The namespace first, as its own apply: what lives in it cannot be
+	// created before it. No readiness wait: a namespace is usable at once,
+	// and this runs on the bootstrap's critical path.
+	var first, rest []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			first = append(first, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	for _, stage := range [][]*unstructured.Unstructured{first, rest} {
+		if _, err := r.Apply.Correct(ctx, stage); err != nil {
+			return outcome.Retry(tenantv1.ReasonAddonsNotReady, fmt.Errorf("flux: %w", err))
+		}
 	}
 	// The cache lags behind the apply; the generation comes from the API.
 	applied := &appsv1.Deployment{}

@@ -1,0 +1,194 @@
+// Package seeder is the management side's controller: once a tenant's
+// Kamaji control plane is Ready and its admin kubeconfig exists, it puts
+// the operator and the TenantBundle into the tenant (internal/seed), then
+// leaves the tenant alone except for the fields the management side owns,
+// and mirrors the tenant's TenantBundle conditions into the TenantSeed.
+package seeder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/tenant-operator/internal/outcome"
+	"github.com/cozystack/tenant-operator/internal/seed"
+	seederv1 "github.com/cozystack/tenant-operator/operator/apis/seeder/v1alpha1"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
+)
+
+// Conditions of a TenantSeed and their reasons.
+const (
+	ReadyCondition           = "Ready"
+	SeededCondition          = "Seeded"
+	TenantReachableCondition = "TenantReachable"
+
+	ReasonControlPlaneNotFound = "TenantControlPlaneNotFound"
+	ReasonControlPlaneNotReady = "TenantControlPlaneNotReady"
+	ReasonKubeconfigMissing    = "AdminKubeconfigMissing"
+	ReasonUnreachable          = "TenantUnreachable"
+	ReasonWaitingForOperator   = "WaitingForOperator"
+	ReasonInvalidSpec          = "InvalidSpec"
+	ReasonSeeded               = "Seeded"
+	ReasonTenantStatus         = "TenantStatus"
+)
+
+// Reconciler reconciles TenantSeeds.
+type Reconciler struct {
+	client.Client
+	// APIReader reads the admin kubeconfig Secret, which is not cached.
+	APIReader client.Reader
+	// Tenants builds clients of tenant clusters.
+	Tenants *TenantClients
+	// StatusInterval is how often a seeded tenant's status is read back.
+	StatusInterval time.Duration
+}
+
+// Reconcile seeds the tenant when its control plane is ready and mirrors its
+// status. No finalizer: a dead tenant can never hold up a deletion, and a
+// deleted TenantControlPlane simply ends the seeding.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	ts := &seederv1.TenantSeed{}
+	if err := r.Get(ctx, req.NamespacedName, ts); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ts.DeletionTimestamp.IsZero() || ts.Spec.Suspend {
+		return ctrl.Result{}, nil
+	}
+	before := ts.DeepCopy()
+	defer func() {
+		summarize(ts, retErr)
+		if _, isTerminal := outcome.Classify(retErr); retErr == nil || isTerminal {
+			ts.Status.ObservedGeneration = ts.Generation
+		}
+		if equality.Semantic.DeepEqual(before.Status, ts.Status) {
+			return
+		}
+		if err := r.Status().Patch(ctx, ts, client.MergeFrom(before)); err != nil {
+			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
+		}
+	}()
+	tenant, err := r.tenant(ctx, ts)
+	if err != nil || tenant == nil {
+		return ctrl.Result{}, err
+	}
+	if needsSeed(ts) {
+		if err := r.seed(ctx, ts, tenant); err != nil {
+			if errors.Is(err, errOperatorNotUp) {
+				return ctrl.Result{RequeueAfter: r.StatusInterval}, nil
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.readBack(ctx, ts, tenant); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: r.StatusInterval}, nil
+}
+
+// resyncEvery re-applies the seed even when nothing changed on the
+// management side, restoring a seeded object someone deleted in the tenant.
+const resyncEvery = 10 * time.Minute
+
+// needsSeed: the tenant is left alone between changes of the TenantSeed,
+// apart from a periodic resync; status reads do not re-apply anything.
+func needsSeed(ts *seederv1.TenantSeed) bool {
+	return ts.Status.ObservedGeneration != ts.Generation ||
+		!conditions.IsTrue(ts, SeededCondition) ||
+		ts.Status.LastSeedTime == nil || time.Since(ts.Status.LastSeedTime.Time) > resyncEvery
+}
+
+// errOperatorNotUp: the TenantBundle CRD does not exist yet because the
+// seeded operator has not started; checked again after StatusInterval.
+var errOperatorNotUp = errors.New("the operator has not installed its CRDs yet")
+
+// seed applies the operator and the TenantBundle as the management side.
+func (r *Reconciler) seed(ctx context.Context, ts *seederv1.TenantSeed, c client.Client) error {
+	cfg, err := seedConfig(ts)
+	if err != nil {
+		return outcome.Terminal(ReasonInvalidSpec, "%v", err)
+	}
+	if err := seed.ApplyOperator(ctx, c, cfg); err != nil {
+		return r.unreachable(ts, err)
+	}
+	ts.Status.SeededVersion = cfg.Version
+	err = seed.ApplyBundle(ctx, c, cfg.Bundle)
+	switch {
+	case meta.IsNoMatchError(err):
+		conditions.MarkFalse(ts, SeededCondition, ReasonWaitingForOperator, "operator %s seeded; waiting for it to install the TenantBundle CRD", cfg.Version)
+		return errOperatorNotUp
+	case err != nil:
+		return r.unreachable(ts, err)
+	}
+	conditions.MarkTrue(ts, SeededCondition, ReasonSeeded, "operator %s and TenantBundle applied", cfg.Version)
+	now := metav1.Now()
+	ts.Status.LastSeedTime = &now
+	return nil
+}
+
+// unreachable records a failed request to the tenant; returned as an error
+// so that controller-runtime backs off, never a crash.
+func (r *Reconciler) unreachable(ts *seederv1.TenantSeed, err error) error {
+	conditions.MarkFalse(ts, TenantReachableCondition, ReasonUnreachable, "%v", err)
+	return outcome.Retry(ReasonUnreachable, err)
+}
+
+// readBack mirrors the tenant's TenantBundle conditions; Ready follows the
+// tenant's Ready (see summarize).
+func (r *Reconciler) readBack(ctx context.Context, ts *seederv1.TenantSeed, c client.Client) error {
+	tb := &tenantv1.TenantBundle{}
+	if err := c.Get(ctx, client.ObjectKey{Name: seed.BundleName}, tb); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return nil // the operator has not started yet
+		}
+		return r.unreachable(ts, err)
+	}
+	conditions.MarkTrue(ts, TenantReachableCondition, ReasonTenantStatus, "tenant API reachable")
+	conds := make([]metav1.Condition, len(tb.Status.Conditions))
+	copy(conds, tb.Status.Conditions)
+	if !equality.Semantic.DeepEqual(conds, ts.Status.TenantConditions) {
+		ts.Status.TenantConditions = conds
+		now := metav1.Now()
+		ts.Status.LastReadTime = &now
+	}
+	return nil
+}
+
+// summarize is the only place a TenantSeed's Ready is decided: an error of
+// its own, or else the tenant's own Ready verdict, as the tenant said it.
+func summarize(ts *seederv1.TenantSeed, err error) {
+	if err != nil {
+		reason, terminal := outcome.Classify(err)
+		conditions.MarkFalse(ts, ReadyCondition, reason, "%v", err)
+		if terminal {
+			conditions.MarkStalled(ts, reason, "%v", err)
+		}
+		return
+	}
+	conditions.Delete(ts, "Stalled")
+	if s := conditions.Get(ts, SeededCondition); s == nil || s.Status != metav1.ConditionTrue {
+		if s != nil {
+			conditions.MarkFalse(ts, ReadyCondition, s.Reason, "%s", s.Message)
+		}
+		return
+	}
+	ready := meta.FindStatusCondition(ts.Status.TenantConditions, tenantv1.ReadyCondition)
+	if ready == nil {
+		conditions.MarkUnknown(ts, ReadyCondition, ReasonTenantStatus, "the tenant has not reported yet")
+		return
+	}
+	msg := fmt.Sprintf("tenant: %s", ready.Message)
+	if ready.Status == metav1.ConditionTrue {
+		conditions.MarkTrue(ts, ReadyCondition, ReasonTenantStatus, "%s", msg)
+		return
+	}
+	conditions.MarkFalse(ts, ReadyCondition, ready.Reason, "%s", msg)
+}
