@@ -31,6 +31,7 @@ import (
 	"github.com/cozystack/tenant-operator/internal/scheme"
 	"github.com/cozystack/tenant-operator/internal/source"
 	"github.com/cozystack/tenant-operator/manifests"
+	"github.com/cozystack/tenant-operator/operator/addons"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
 	"github.com/cozystack/tenant-operator/operator/packages"
 	"github.com/cozystack/tenant-operator/operator/tenantbundle"
@@ -161,6 +162,13 @@ func run(ctx context.Context, opts options) error {
 		Engine:    engine,
 		Variants:  loaded,
 		KubeMinor: helmClient.ServerMinor,
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&addons.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Bundles:   bundles.FS,
 		Apply:     applier,
 		APIHost:   os.Getenv("KUBERNETES_SERVICE_HOST"),
 		APIPort:   os.Getenv("KUBERNETES_SERVICE_PORT"),

@@ -7,9 +7,13 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +24,7 @@ import (
 	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/outcome"
 	"github.com/cozystack/tenant-operator/internal/source"
+	"github.com/cozystack/tenant-operator/operator/addons"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
 )
@@ -39,15 +44,8 @@ type Reconciler struct {
 	Variants map[string]*bundle.Variant
 	// KubeMinor reports the cluster's Kubernetes minor version.
 	KubeMinor func() (string, error)
-	// Apply applies Flux and the addon Packages.
-	Apply *apply.Engine
-	// APIHost and APIPort are the API endpoint the operator itself uses,
-	// given to Flux's hostNetwork containers.
-	APIHost, APIPort string
 
-	charts        chartCache
-	flux          fluxState
-	addonsApplied memo
+	charts chartCache
 }
 
 // Reconcile brings the cluster to what the TenantBundle describes. It has no
@@ -66,11 +64,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
-	// One status patch per reconcile, written in a single request: a
-	// patch helper that writes conditions and the rest of status separately
-	// lets a watcher see Ready=True next to a stale component list. This
-	// controller is the only writer of the status, so a merge patch loses
-	// nothing.
+	// One status write per reconcile, in a single request: a patch helper
+	// that writes conditions and the rest of status separately lets a
+	// watcher see Ready=True next to a stale component list.
 	before := obj.DeepCopy()
 	var notReady string
 	defer func() {
@@ -84,7 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if equality.Semantic.DeepEqual(before.Status, obj.Status) {
 			return // nothing new to say: no write
 		}
-		if err := r.Status().Patch(ctx, obj, client.MergeFrom(before), client.FieldOwner(apply.FieldOwner)); err != nil {
+		if err := r.writeStatus(ctx, obj); err != nil {
 			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
 		}
 	}()
@@ -112,7 +108,6 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *tenantv1.TenantBundle) 
 	if err != nil {
 		return "", err
 	}
-	fluxErr := r.ensureFlux(ctx)
 	results := r.Engine.Run(ctx, comps)
 	charts := map[string]string{}
 	for _, c := range comps {
@@ -139,12 +134,13 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *tenantv1.TenantBundle) 
 	if err := resultsError(results); err != nil {
 		return notReady, err
 	}
-	if fluxErr != nil {
-		return notReady, fluxErr
+	// Addons are not part of Ready (see AddonsReady, written by the addons
+	// controller), but a refused addon choice is a spec that cannot be
+	// carried out: Stalled.
+	if c := conditions.Get(obj, tenantv1.AddonsReadyCondition); c != nil && addons.IsRefusal(c.Reason) && c.ObservedGeneration == obj.Generation {
+		return notReady, outcome.Terminal(c.Reason, "%s", c.Message)
 	}
-	// Addons are not part of Ready (see AddonsReady), but a refused addon
-	// choice is a spec that cannot be carried out: Stalled.
-	return notReady, r.addons(ctx, obj, art.Digest)
+	return notReady, nil
 }
 
 // resultsError turns component failures into one error: terminal when a
@@ -165,4 +161,26 @@ func resultsError(results []bootstrap.Result) error {
 		return nil
 	}
 	return outcome.Retry(tenantv1.ReasonInstallFailed, errors.Join(errs...))
+}
+
+// writeStatus applies the status with server-side apply as the operator,
+// without AddonsReady: the addons controller owns that entry of the
+// conditions map, and a stale copy read from the cache must not overwrite
+// it.
+func (r *Reconciler) writeStatus(ctx context.Context, obj *tenantv1.TenantBundle) error {
+	patch := &tenantv1.TenantBundle{}
+	patch.APIVersion, patch.Kind = tenantv1.GroupVersion.String(), "TenantBundle"
+	patch.Name = obj.Name
+	patch.Status = *obj.Status.DeepCopy()
+	patch.Status.Conditions = slices.DeleteFunc(patch.Status.Conditions, func(c metav1.Condition) bool {
+		return c.Type == tenantv1.AddonsReadyCondition
+	})
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(patch)
+	if err != nil {
+		return err
+	}
+	delete(m, "spec")
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return r.Status().Patch(ctx, u, client.Apply, client.FieldOwner(apply.FieldOwner), client.ForceOwnership)
 }

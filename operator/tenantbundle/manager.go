@@ -3,6 +3,8 @@ package tenantbundle
 import (
 	"context"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cozystack/tenant-operator/internal/readiness"
-	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
+	"github.com/cozystack/tenant-operator/operator/addons"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
@@ -30,7 +32,7 @@ const (
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&tenantv1.TenantBundle{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, addonsRefusalChanged()))).
 		Named("tenantbundle")
 	for _, obj := range readiness.WorkloadTypes() {
 		b = b.Watches(obj, r.workloadHandler())
@@ -39,9 +41,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// the uninitialized taint); their status heartbeats are filtered out.
 	b = b.Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allBundles),
 		builder.WithPredicates(nodeChanged()))
-	// Addon Packages: their Ready verdict feeds AddonsReady, and a change
-	// by someone else makes the next reconcile apply them again.
-	b = b.Watches(&cozyv1.Package{}, r.addonPackageHandler(), builder.WithPredicates(addonLabelled()))
 	return b.Complete(r)
 }
 
@@ -104,37 +103,19 @@ func (r *Reconciler) workloadHandler() handler.EventHandler {
 	}
 }
 
-func addonLabelled() predicate.Predicate {
-	return predicate.NewPredicateFuncs(func(o client.Object) bool {
-		_, ok := o.GetLabels()[AddonLabel]
-		return ok
-	})
-}
-
-// addonPackageHandler enqueues the TenantBundle when an addon Package's
-// verdict changes, and forgets what was applied when a Package was changed
-// or deleted behind the operator's back.
-func (r *Reconciler) addonPackageHandler() handler.EventHandler {
-	enqueueAll := func(ctx context.Context, q queue) {
-		for _, req := range r.allBundles(ctx, nil) {
-			q.Add(req)
+// addonsRefusalChanged passes a TenantBundle whose AddonsReady condition
+// turned into, or out of, a refusal: Stalled is decided here.
+func addonsRefusalChanged() predicate.Predicate {
+	refusal := func(o client.Object) string {
+		c := conditions.Get(o.(*tenantv1.TenantBundle), tenantv1.AddonsReadyCondition)
+		if c == nil || !addons.IsRefusal(c.Reason) {
+			return ""
 		}
+		return c.Reason + c.Message
 	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q queue) { enqueueAll(ctx, q) },
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
-			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
-				r.addonsApplied.Store("")
-				enqueueAll(ctx, q)
-				return
-			}
-			if !equality.Semantic.DeepEqual(e.ObjectOld.(*cozyv1.Package).Status, e.ObjectNew.(*cozyv1.Package).Status) {
-				enqueueAll(ctx, q)
-			}
-		},
-		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q queue) {
-			r.addonsApplied.Store("")
-			enqueueAll(ctx, q)
-		},
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool { return refusal(e.ObjectOld) != refusal(e.ObjectNew) },
 	}
 }

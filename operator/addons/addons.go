@@ -1,4 +1,4 @@
-package tenantbundle
+package addons
 
 import (
 	"context"
@@ -36,7 +36,12 @@ const PackagesRepository = "cozystack-packages"
 // addons writes a Package (and its PackageSource) for every enabled addon
 // and summarises them in AddonsReady. A refused choice (unknown addon, a
 // disabled dependency of an enabled addon) changes nothing in the cluster.
-func (r *Reconciler) addons(ctx context.Context, obj *tenantv1.TenantBundle, digest string) error {
+func (r *Reconciler) addons(ctx context.Context, obj *tenantv1.TenantBundle) error {
+	digest := obj.Status.ArtifactDigest
+	if digest == "" {
+		conditions.MarkUnknown(obj, tenantv1.AddonsReadyCondition, tenantv1.ReasonAddonsNotReady, "waiting for the packages artifact")
+		return nil
+	}
 	catalogue, err := bundle.LoadAddons(r.Bundles, obj.Spec.Bundle)
 	if err != nil {
 		return outcome.Terminal(tenantv1.ReasonUnknownBundle, "spec.bundle: %v", err)

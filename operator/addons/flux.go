@@ -1,4 +1,4 @@
-package tenantbundle
+package addons
 
 import (
 	"context"

@@ -1,0 +1,104 @@
+// Package addons holds the addon tier's controller: it runs Flux in the
+// tenant (from manifests/flux) and turns the TenantBundle's addon choices
+// into Packages, which operator/packages turns into HelmReleases. It has
+// its own workqueue, so nothing it does delays the bootstrap tiers, and it
+// writes only the AddonsReady condition, with its own field manager.
+package addons
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cozystack/tenant-operator/internal/apply"
+	"github.com/cozystack/tenant-operator/internal/outcome"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
+)
+
+// FieldOwner owns the AddonsReady condition of TenantBundles.
+const FieldOwner = "tenant-operator-addons"
+
+// Reconciler reconciles the addon tier of TenantBundles.
+type Reconciler struct {
+	client.Client
+	// APIReader reads what the cache may not hold yet.
+	APIReader client.Reader
+	Bundles   fs.FS
+	// Apply applies Flux and the addon objects.
+	Apply *apply.Engine
+	// APIHost and APIPort are the API endpoint the operator itself uses,
+	// given to Flux's hostNetwork containers.
+	APIHost, APIPort string
+
+	flux          fluxState
+	addonsApplied memo
+}
+
+// Reconcile applies Flux and the addon Packages and reports AddonsReady.
+// A refused choice is reported as AddonsReady=False with the refusal's
+// reason; the TenantBundle controller turns that into Stalled.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := &tenantv1.TenantBundle{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.DeletionTimestamp.IsZero() || obj.Spec.Suspend {
+		return ctrl.Result{}, nil
+	}
+	before := conditions.Get(obj, tenantv1.AddonsReadyCondition)
+	err := r.ensureFlux(ctx)
+	if err == nil {
+		err = r.addons(ctx, obj)
+	}
+	if err != nil {
+		reason, _ := outcome.Classify(err)
+		if c := conditions.Get(obj, tenantv1.AddonsReadyCondition); c == nil || c.Status == metav1.ConditionTrue || !isRefusal(c.Reason) {
+			conditions.MarkFalse(obj, tenantv1.AddonsReadyCondition, reason, "%v", err)
+		}
+	}
+	after := conditions.Get(obj, tenantv1.AddonsReadyCondition)
+	if after != nil && (before == nil || !equality.Semantic.DeepEqual(*before, *after)) {
+		if perr := r.writeCondition(ctx, obj, after); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}
+	if _, isTerminal := outcome.Classify(err); isTerminal {
+		return ctrl.Result{}, nil // reported; a spec change brings the next attempt
+	}
+	return ctrl.Result{}, err
+}
+
+// IsRefusal says whether an AddonsReady reason is a refused spec (only a
+// spec change helps).
+func isRefusal(reason string) bool {
+	return reason == tenantv1.ReasonUnknownAddon || reason == tenantv1.ReasonDependencyDisabled
+}
+
+// IsRefusal is isRefusal for the TenantBundle controller.
+func IsRefusal(reason string) bool { return isRefusal(reason) }
+
+// writeCondition applies AddonsReady alone with server-side apply: the
+// conditions list is a map keyed by type, so this manager owns exactly this
+// entry and the TenantBundle controller's writes leave it alone.
+func (r *Reconciler) writeCondition(ctx context.Context, obj *tenantv1.TenantBundle, c *metav1.Condition) error {
+	patch := &tenantv1.TenantBundle{}
+	patch.APIVersion, patch.Kind = tenantv1.GroupVersion.String(), "TenantBundle"
+	patch.Name = obj.Name
+	patch.Status.Conditions = []metav1.Condition{*c}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(patch)
+	if err != nil {
+		return err
+	}
+	delete(m, "spec")
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return r.Status().Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership)
+}
