@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/tenant-operator/e2e/framework"
-	"github.com/cozystack/tenant-operator/e2e/world"
 )
 
 var operatorBin, cliBin string
@@ -31,18 +30,4 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 })
 
-var failed bool
-
-var _ = ReportAfterEach(func(r SpecReport) {
-	if r.Failed() {
-		failed = true
-	}
-})
-
-// deferCleanupWorld stops w when the current container ends, keeping its
-// logs when anything failed.
-func deferCleanupWorld(w *world.World) {
-	DeferCleanup(func() {
-		Expect(w.Stop(failed || CurrentSpecReport().Failed())).To(Succeed())
-	})
-}
+var _ = framework.TrackFailures()

@@ -36,7 +36,7 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 			Nodes:          []world.NodeSpec{{Name: "worker-1"}, {Name: "worker-2"}, {Name: "worker-3"}},
 			CNIPodSelector: framework.CNISelector})
 		Expect(err).NotTo(HaveOccurred())
-		deferCleanupWorld(w)
+		framework.DeferCleanupWorld(w)
 		url, _, err := framework.PushPackages(ctx, w)
 		Expect(err).NotTo(HaveOccurred())
 		t, err = framework.StartTenant(ctx, w, operatorBin, framework.SeedConfig(w))

@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cozystack/tenant-operator/e2e/framework"
-	"github.com/cozystack/tenant-operator/e2e/world"
 )
 
 var operatorBin, seederBin, cliBin string
@@ -33,16 +32,4 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 })
 
-var failed bool
-
-var _ = ReportAfterEach(func(r SpecReport) {
-	if r.Failed() {
-		failed = true
-	}
-})
-
-func deferCleanupWorld(w *world.World) {
-	DeferCleanup(func() {
-		Expect(w.Stop(failed || CurrentSpecReport().Failed())).To(Succeed())
-	})
-}
+var _ = framework.TrackFailures()

@@ -44,12 +44,12 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		var err error
 		mgmt, err = world.Start(ctx, world.Options{Name: "mgmt", Nodes: []world.NodeSpec{{Name: "mgmt-1"}}})
 		Expect(err).NotTo(HaveOccurred())
-		deferCleanupWorld(mgmt)
+		framework.DeferCleanupWorld(mgmt)
 		tw, err = world.Start(ctx, world.Options{Name: "tenant",
 			Nodes:          []world.NodeSpec{{Name: "worker-1"}, {Name: "worker-2"}, {Name: "worker-3"}},
 			CNIPodSelector: framework.CNISelector})
 		Expect(err).NotTo(HaveOccurred())
-		deferCleanupWorld(tw)
+		framework.DeferCleanupWorld(tw)
 		s := scheme.New()
 		Expect(seederv1.AddToScheme(s)).To(Succeed())
 		mc, err = client.New(mgmt.Config, client.Options{Scheme: s})

@@ -89,3 +89,19 @@ func ToUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 	unstructured.RemoveNestedField(m, "spec", "template", "metadata", "creationTimestamp")
 	return &unstructured.Unstructured{Object: m}, nil
 }
+
+// StatusPatch is obj reduced to what a server-side apply of its status
+// sends: type, name, namespace and status. Status lists that are maps
+// keyed by type (conditions) let several managers each own their entries.
+func StatusPatch(obj client.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": m["apiVersion"], "kind": m["kind"], "status": m["status"],
+	}}
+	u.SetName(obj.GetName())
+	u.SetNamespace(obj.GetNamespace())
+	return u, nil
+}

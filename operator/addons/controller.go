@@ -13,8 +13,6 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -93,12 +91,9 @@ func (r *Reconciler) writeCondition(ctx context.Context, obj *tenantv1.TenantBun
 	patch.APIVersion, patch.Kind = tenantv1.GroupVersion.String(), "TenantBundle"
 	patch.Name = obj.Name
 	patch.Status.Conditions = []metav1.Condition{*c}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(patch)
+	u, err := apply.StatusPatch(patch)
 	if err != nil {
 		return err
 	}
-	delete(m, "spec")
-	u := &unstructured.Unstructured{Object: m}
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	return r.Status().Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership)
 }

@@ -49,10 +49,20 @@ func inputsChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return key(e.ObjectOld) != key(e.ObjectNew) }}
 }
 
-// allBundles maps any event to every TenantBundle (one per cluster).
-func (r *Reconciler) allBundles(ctx context.Context, _ client.Object) []reconcile.Request {
+func (r *Reconciler) allBundles(ctx context.Context, o client.Object) []reconcile.Request {
+	return AllBundles(r.Client)(ctx, o)
+}
+
+// AllBundles maps any event to every TenantBundle (one per cluster).
+func AllBundles(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		return allBundles(ctx, c)
+	}
+}
+
+func allBundles(ctx context.Context, c client.Reader) []reconcile.Request {
 	var list tenantv1.TenantBundleList
-	if err := r.List(ctx, &list); err != nil {
+	if err := c.List(ctx, &list); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing TenantBundles")
 		return nil
 	}

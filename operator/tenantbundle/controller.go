@@ -12,8 +12,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -175,12 +173,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj *tenantv1.TenantBundle
 	patch.Status.Conditions = slices.DeleteFunc(patch.Status.Conditions, func(c metav1.Condition) bool {
 		return c.Type == tenantv1.AddonsReadyCondition
 	})
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(patch)
+	u, err := apply.StatusPatch(patch)
 	if err != nil {
 		return err
 	}
-	delete(m, "spec")
-	u := &unstructured.Unstructured{Object: m}
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	return r.Status().Patch(ctx, u, client.Apply, client.FieldOwner(apply.FieldOwner), client.ForceOwnership)
 }

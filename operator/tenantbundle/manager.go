@@ -45,17 +45,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // allBundles maps any event to every TenantBundle (one per cluster).
-func (r *Reconciler) allBundles(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list tenantv1.TenantBundleList
-	if err := r.List(ctx, &list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing TenantBundles")
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for _, tb := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&tb)})
-	}
-	return out
+func (r *Reconciler) allBundles(ctx context.Context, o client.Object) []reconcile.Request {
+	return addons.AllBundles(r.Client)(ctx, o)
 }
 
 // nodeChanged passes node events that can change the variant or the cloud
