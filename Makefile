@@ -20,6 +20,8 @@ world-bins: ## Build etcd, kube-*, kwok, Flux controllers and the registry into 
 .PHONY: build
 build: ## Build our binaries into bin/.
 	$(GO) build -o $(BIN)/tenant-operator ./cmd/tenant-operator
+	$(GO) build -o $(BIN)/kubectl-tenant ./cmd/kubectl-tenant
+	$(GO) build -o $(BIN)/tenant-seeder ./cmd/tenant-seeder
 
 .PHONY: generate
 generate: ## Regenerate deepcopy code and CRDs from operator/apis; copy the pinned Flux CRDs.
@@ -27,6 +29,7 @@ generate: ## Regenerate deepcopy code and CRDs from operator/apis; copy the pinn
 	$(BIN)/controller-gen object paths=./operator/apis/... crd:crdVersions=v1 output:crd:dir=./manifests/crds
 	mv manifests/crds/seeder.tenant.cozystack.io_*.yaml manifests/seeder-crds/
 	hack/flux-crds.sh
+	$(GO) run ./hack/seedgen manifests/seed
 
 ##@ Run
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -97,7 +98,8 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	applier := apply.New(direct)
-	if err := installCRDs(ctx, applier, opts.crdTimeout); err != nil {
+	fluxCRDs, err := installCRDs(ctx, applier, opts.crdTimeout)
+	if err != nil {
 		return err
 	}
 
@@ -165,16 +167,6 @@ func run(ctx context.Context, opts options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&addons.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Bundles:   bundles.FS,
-		Apply:     applier,
-		APIHost:   os.Getenv("KUBERNETES_SERVICE_HOST"),
-		APIPort:   os.Getenv("KUBERNETES_SERVICE_PORT"),
-	}).SetupWithManager(mgr); err != nil {
-		return err
-	}
 	store := &artifacts.Store{Dir: filepath.Join(opts.cacheDir, "charts"), BaseURL: opts.artifactURL}
 	if store.BaseURL == "" {
 		store.BaseURL = "http://" + opts.artifactAddr
@@ -182,35 +174,53 @@ func run(ctx context.Context, opts options) error {
 	if err := mgr.Add(&artifacts.Server{Store: store, Addr: opts.artifactAddr}); err != nil {
 		return err
 	}
-	if err := (&packages.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Apply:     applier,
-		Puller:    puller,
-		Store:     store,
-	}).SetupWithManager(mgr); err != nil {
+	addonTier := func(mgr ctrl.Manager) error {
+		if err := (&addons.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Bundles:   bundles.FS,
+			Apply:     applier,
+			APIHost:   os.Getenv("KUBERNETES_SERVICE_HOST"),
+			APIPort:   os.Getenv("KUBERNETES_SERVICE_PORT"),
+		}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return (&packages.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Apply:     applier,
+			Puller:    puller,
+			Store:     store,
+		}).SetupWithManager(mgr)
+	}
+	if err := mgr.Add(&addons.Starter{Manager: mgr, Apply: applier, CRDs: fluxCRDs, Timeout: opts.crdTimeout, Setup: addonTier}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
 }
 
 // installCRDs applies our CRDs and waits until they are established, so the
-// controllers that follow can watch them. It runs on every start, so the
-// CRDs always match the binary.
-func installCRDs(ctx context.Context, applier *apply.Engine, timeout time.Duration) error {
+// controllers that follow can watch them, and applies the Flux CRDs without
+// waiting (see addons.Starter), returning them. It runs on every start, so
+// the CRDs always match the binary.
+func installCRDs(ctx context.Context, applier *apply.Engine, timeout time.Duration) ([]*unstructured.Unstructured, error) {
 	objs, err := apply.ReadManifests(manifests.CRDs, "crds/*.yaml")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fluxCRDs, err := flux.CRDs()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	objs = append(objs, fluxCRDs...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	_, err = applier.ApplyStaged(ctx, objs, timeout)
-	return err
+	if _, err := applier.ApplyStaged(ctx, objs, timeout); err != nil {
+		return nil, err
+	}
+	if _, err := applier.Correct(ctx, fluxCRDs); err != nil {
+		return nil, err
+	}
+	return fluxCRDs, nil
 }
 
 func newLock(cfg *rest.Config, opts options) (resourcelock.Interface, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
+	"github.com/fluxcd/cli-utils/pkg/object"
 	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -104,4 +105,10 @@ func StatusPatch(obj client.Object) (*unstructured.Unstructured, error) {
 	u.SetName(obj.GetName())
 	u.SetNamespace(obj.GetNamespace())
 	return u, nil
+}
+
+// Wait blocks until every object is Current by kstatus (a CRD: Established).
+func (e *Engine) Wait(ctx context.Context, objs []*unstructured.Unstructured, timeout time.Duration) error {
+	return e.rm.WaitForSetWithContext(ctx, object.UnstructuredSetToObjMetadataSet(objs),
+		ssa.WaitOptions{Interval: 200 * time.Millisecond, Timeout: timeout})
 }

@@ -12,6 +12,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
 )
 
 // Archive packages a chart the way `helm package` does, with every
@@ -98,4 +99,19 @@ func ValidateValues(c *Chart, values map[string]any) error {
 		return fmt.Errorf("%w: %v", ErrValuesRejected, err)
 	}
 	return nil
+}
+
+// Render renders the chart's templates offline, as `helm template` does,
+// and returns the manifests by template name.
+func Render(c *Chart, values map[string]any, releaseName, namespace string) (map[string]string, error) {
+	ch, err := c.Load()
+	if err != nil {
+		return nil, err
+	}
+	vals, err := chartutil.ToRenderValues(ch, values,
+		chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrValuesRejected, err)
+	}
+	return engine.Render(ch, vals)
 }
