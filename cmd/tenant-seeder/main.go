@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"path/filepath"
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -17,15 +18,19 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cozystack/tenant-operator/internal/apply"
+	"github.com/cozystack/tenant-operator/internal/bundle"
+	"github.com/cozystack/tenant-operator/internal/helm"
+	"github.com/cozystack/tenant-operator/internal/source"
 	"github.com/cozystack/tenant-operator/internal/scheme"
 	"github.com/cozystack/tenant-operator/manifests"
 	seederv1 "github.com/cozystack/tenant-operator/operator/apis/seeder/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/seeder"
+	"github.com/cozystack/tenant-operator/variants"
 )
 
 func main() {
 	var (
-		metricsAddr, leaderNS string
+		metricsAddr, leaderNS, cacheDir string
 		leaderElect           bool
 		statusInterval        time.Duration
 	)
@@ -33,17 +38,18 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "use a Lease so that only one instance acts")
 	flag.StringVar(&leaderNS, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease")
 	flag.DurationVar(&statusInterval, "status-interval", 30*time.Second, "how often a seeded tenant's status is read back")
+	flag.StringVar(&cacheDir, "cache-dir", filepath.Join(os.TempDir(), "tenant-seeder"), "where pulled packages artifacts are kept, by digest")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	if err := run(ctrl.SetupSignalHandler(), metricsAddr, leaderNS, leaderElect, statusInterval); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), metricsAddr, leaderNS, cacheDir, leaderElect, statusInterval); err != nil {
 		ctrl.Log.Error(err, "exiting")
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, metricsAddr, leaderNS string, leaderElect bool, statusInterval time.Duration) error {
+func run(ctx context.Context, metricsAddr, leaderNS, cacheDir string, leaderElect bool, statusInterval time.Duration) error {
 	s := scheme.New()
 	utilruntime.Must(seederv1.AddToScheme(s))
 	cfg := ctrl.GetConfigOrDie()
@@ -69,11 +75,20 @@ func run(ctx context.Context, metricsAddr, leaderNS string, leaderElect bool, st
 	if err != nil {
 		return err
 	}
+	helmClient, err := helm.New(cfg)
+	if err != nil {
+		return err
+	}
+	loaded, err := bundle.LoadVariants(variants.FS)
+	if err != nil {
+		return err
+	}
 	if err := (&seeder.Reconciler{
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
 		Tenants:        &seeder.TenantClients{Scheme: s},
 		StatusInterval: statusInterval,
+		Placement:      &seeder.Placement{Helm: helmClient, Puller: &source.Puller{CacheDir: cacheDir}, Variants: loaded},
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

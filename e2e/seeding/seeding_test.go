@@ -21,6 +21,7 @@ import (
 
 	"github.com/cozystack/tenant-operator/e2e/framework"
 	"github.com/cozystack/tenant-operator/e2e/world"
+	"github.com/cozystack/tenant-operator/internal/bundle"
 	"github.com/cozystack/tenant-operator/internal/scheme"
 	"github.com/cozystack/tenant-operator/internal/seed"
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
@@ -45,11 +46,19 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		mgmt, err = world.Start(ctx, world.Options{Name: "mgmt", Nodes: []world.NodeSpec{{Name: "mgmt-1"}}})
 		Expect(err).NotTo(HaveOccurred())
 		framework.DeferCleanupWorld(mgmt)
-		tw, err = world.Start(ctx, world.Options{Name: "tenant",
-			Nodes:          []world.NodeSpec{{Name: "worker-1"}, {Name: "worker-2"}, {Name: "worker-3"}},
-			CNIPodSelector: framework.CNISelector})
+		// KubeVirt workers: their CCM runs in the management world, and the
+		// tenant's cloud simulator follows its pod there.
+		var workers []world.NodeSpec
+		for _, n := range []string{"worker-1", "worker-2", "worker-3"} {
+			workers = append(workers, world.NodeSpec{Name: n, Uninitialized: true, Labels: map[string]string{bundle.BackendLabel: "kubevirt"}})
+		}
+		tw, err = world.Start(ctx, world.Options{Name: "tenant", Nodes: workers, CNIPodSelector: framework.CNISelector})
 		Expect(err).NotTo(HaveOccurred())
 		framework.DeferCleanupWorld(tw)
+		simCtx, stopSim := context.WithCancel(context.Background())
+		DeferCleanup(stopSim)
+		Expect(tw.StartCloudSimulator(simCtx, mgmt, ns, map[string]string{"app": "kubevirt-ccm"},
+			func(n *corev1.Node) string { return "kubevirt://" + n.Name })).To(Succeed())
 		s := scheme.New()
 		Expect(seederv1.AddToScheme(s)).To(Succeed())
 		mc, err = client.New(mgmt.Config, client.Options{Scheme: s})
@@ -80,11 +89,13 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		tcp.SetName("foo")
 		Expect(unstructured.SetNestedField(tcp.Object, map[string]any{"replicas": int64(2)}, "spec", "controlPlane", "deployment")).To(Succeed())
 		Expect(mc.Create(ctx, tcp)).To(Succeed())
-		bundle := framework.Bundle(tw, url)
-		bundle.Spec.Addons = map[string]tenantv1.AddonSpec{"cert-manager-crds": {Enabled: ptr.To(false)}}
+		tb := framework.Bundle(tw, url)
+		tb.Spec.Variant = "auto"
+		tb.Spec.Cloud.StorageClasses = map[string]tenantv1.StorageClass{"replicated": {InfraStorageClass: "replicated", Default: true}}
+		tb.Spec.Addons = map[string]tenantv1.AddonSpec{"cert-manager-crds": {Enabled: ptr.To(false)}}
 		ts := &seederv1.TenantSeed{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "foo"},
-			Spec:       seederv1.TenantSeedSpec{Operator: seederv1.OperatorSpec{Version: "v1"}, Bundle: bundle.Spec},
+			Spec:       seederv1.TenantSeedSpec{Operator: seederv1.OperatorSpec{Version: "v1"}, Bundle: tb.Spec},
 		}
 		Expect(mc.Create(ctx, ts)).To(Succeed())
 	})
@@ -114,7 +125,21 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		var err error
 		operator, err = tw.RunWorkload(ctx, d, world.RunOptions{Binaries: map[string]string{seed.DefaultImage: operatorBin}})
 		Expect(err).NotTo(HaveOccurred())
+		By("the seeder placing the KubeVirt CCM and CSI controller next to the control plane, pointed at the tenant")
+		Eventually(func(g Gomega) {
+			c := seedCondition(ctx, mc, seeder.ManagementPlacedCondition)(g)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		}).WithContext(ctx).Should(Succeed())
+		for _, name := range []string{"foo-kccm", "foo-kcsi-controller"} {
+			d := &appsv1.Deployment{}
+			Expect(mc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
+			Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", "foo-admin-kubeconfig")))
+		}
 		framework.ExpectReady(ctx, t)
+		b, err := t.Bundle(ctx, seed.BundleName)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.Status.Variant).To(Equal("kubevirt"))
+		Expect(conditions.IsTrue(b, tenantv1.CloudReadyCondition)).To(BeTrue())
 
 		By("the management side showing the tenant's status")
 		Eventually(func(g Gomega) {
@@ -218,6 +243,10 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		tcp.SetName("foo")
 		Expect(mc.Delete(ctx, tcp)).To(Succeed())
 		Eventually(seedCondition(ctx, mc, seeder.SeededCondition)).WithContext(ctx).Should(HaveField("Reason", seeder.ReasonControlPlaneNotFound))
+		By("the management-placed components going with the control plane")
+		Eventually(func() bool {
+			return apierrors.IsNotFound(mc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "foo-kccm"}, &appsv1.Deployment{}))
+		}).WithContext(ctx).Should(BeTrue())
 		ts := getSeed(ctx, mc)
 		Expect(ts.Finalizers).To(BeEmpty())
 		Expect(mc.Delete(ctx, ts)).To(Succeed())

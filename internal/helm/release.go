@@ -309,3 +309,18 @@ func (c *Client) namespaced(u *unstructured.Unstructured) (bool, error) {
 	}
 	return m.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
+
+// Uninstall removes a release and its objects; a release that does not
+// exist is not an error.
+func (c *Client) Uninstall(ns, name string) error {
+	cfg, err := c.configuration(ns)
+	if err != nil {
+		return err
+	}
+	un := action.NewUninstall(cfg)
+	un.IgnoreNotFound = true
+	if _, err := un.Run(name); err != nil {
+		return fmt.Errorf("uninstalling %s/%s: %w", ns, name, err)
+	}
+	return nil
+}

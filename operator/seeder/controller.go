@@ -50,6 +50,9 @@ type Reconciler struct {
 	Tenants *TenantClients
 	// StatusInterval is how often a seeded tenant's status is read back.
 	StatusInterval time.Duration
+	// Placement installs the variants' management-placed components; nil
+	// leaves them to someone else.
+	Placement *Placement
 }
 
 // Reconcile seeds the tenant when its control plane is ready and mirrors its
@@ -80,16 +83,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil || tenant == nil {
 		return ctrl.Result{}, err
 	}
-	if needsSeed(ts) {
-		if err := r.seed(ctx, ts, tenant); err != nil {
+	seeding := needsSeed(ts)
+	if seeding {
+		if err := r.seed(ctx, ts, tenant.Client); err != nil {
 			if errors.Is(err, errOperatorNotUp) {
 				return ctrl.Result{RequeueAfter: r.StatusInterval}, nil
 			}
 			return ctrl.Result{}, err
 		}
 	}
-	if err := r.readBack(ctx, ts, tenant); err != nil {
+	if err := r.readBack(ctx, ts, tenant.Client); err != nil {
 		return ctrl.Result{}, err
+	}
+	// Placed again only with a seed (a change of the TenantSeed, or the
+	// periodic resync) or until it succeeded: a status read installs nothing.
+	if seeding || !conditions.IsTrue(ts, ManagementPlacedCondition) {
+		if err := r.place(ctx, ts, tenant.Client, tenant.secretName, tenant.key); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	return ctrl.Result{RequeueAfter: r.StatusInterval}, nil
 }

@@ -25,10 +25,17 @@ import (
 // TenantControlPlaneGVK is Kamaji's control plane kind.
 var TenantControlPlaneGVK = schema.GroupVersionKind{Group: "kamaji.clastix.io", Version: "v1alpha1", Kind: "TenantControlPlane"}
 
+// tenantAccess is how the seeder reaches a tenant.
+type tenantAccess struct {
+	client.Client
+	secretName, key string
+}
+
 // tenant returns a client of the tenant when its control plane is Ready and
 // its admin kubeconfig exists; nil (and a condition saying why) otherwise.
 // The watches on TenantControlPlanes and Secrets bring the next attempt.
-func (r *Reconciler) tenant(ctx context.Context, ts *seederv1.TenantSeed) (client.Client, error) {
+// A deleted control plane also removes the management-placed components.
+func (r *Reconciler) tenant(ctx context.Context, ts *seederv1.TenantSeed) (*tenantAccess, error) {
 	name := ts.Spec.TenantControlPlane
 	if name == "" {
 		name = ts.Name
@@ -38,7 +45,7 @@ func (r *Reconciler) tenant(ctx context.Context, ts *seederv1.TenantSeed) (clien
 	if err := r.Get(ctx, client.ObjectKey{Namespace: ts.Namespace, Name: name}, tcp); err != nil {
 		if apierrors.IsNotFound(err) {
 			conditions.MarkFalse(ts, SeededCondition, ReasonControlPlaneNotFound, "TenantControlPlane %s not found: nothing to seed", name)
-			return nil, nil
+			return nil, r.unplace(ts)
 		}
 		return nil, outcome.Retry(ReasonControlPlaneNotFound, err)
 	}
@@ -71,7 +78,7 @@ func (r *Reconciler) tenant(ctx context.Context, ts *seederv1.TenantSeed) (clien
 	if err != nil {
 		return nil, outcome.Terminal(ReasonKubeconfigMissing, "Secret %s key %s: %v", secretName, key, err)
 	}
-	return c, nil
+	return &tenantAccess{Client: c, secretName: secretName, key: key}, nil
 }
 
 // TenantClients caches one client per admin kubeconfig Secret version, so
