@@ -19,10 +19,10 @@ import (
 )
 
 type options struct {
-	runs  int
-	idle  time.Duration
-	out   string
-	nodes int
+	runs, kills int
+	idle        time.Duration
+	out         string
+	nodes       int
 }
 
 func main() {
@@ -30,6 +30,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 3, "runs of each measurement; the median is reported")
 	flag.DurationVar(&o.idle, "idle", 3*time.Minute, "idle window after Ready for the API-traffic and RSS measurement")
 	flag.IntVar(&o.nodes, "nodes", 3, "fake nodes per world")
+	flag.IntVar(&o.kills, "kill-trials", 10, "bootstraps during which the operator is killed with SIGKILL at a random moment")
 	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "where to write the report")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -75,5 +76,14 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("idle: %w", err)
 	}
 	r.idle = idle
+	// Kills land in [0, 2×the median bootstrap): the pull, both installs
+	// and the waits between them.
+	var ops []time.Duration
+	for _, op := range r.operator {
+		ops = append(ops, op.applyToReady)
+	}
+	if r.kills, err = measureKillTrials(ctx, operator, o.nodes, o.kills, 2*median(ops)); err != nil {
+		return fmt.Errorf("kill trials: %w", err)
+	}
 	return os.WriteFile(o.out, []byte(r.markdown()), 0o644)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ type report struct {
 	limit      []limitRun
 	flux       []fluxResult
 	idle       idleResult
+	kills      []killTrial
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -111,6 +113,25 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "| addon enabled (TenantBundle written) → its HelmRelease created (%d rounds) | %d ms | %d ms | p95 ≤ 1 s | %s |\n\n",
 			len(tg), p50.Milliseconds(), p95.Milliseconds(), verdict(p95 <= time.Second))
 	}
+	if len(r.kills) > 0 {
+		converged, bad, recreated := 0, 0, 0
+		var times []time.Duration
+		for _, k := range r.kills {
+			if k.converged {
+				converged++
+				times = append(times, k.toConverge)
+			}
+			bad += k.badReleases
+			recreated += k.recreated
+		}
+		b.WriteString("## Crash safety: SIGKILL at a random moment of the bootstrap\n\n| measurement | value | target | |\n|---|---|---|---|\n")
+		fmt.Fprintf(&b, "| trials converged to Ready after the restart | %d / %d | all | %s |\n", converged, len(r.kills), verdict(converged == len(r.kills)))
+		if len(times) > 0 {
+			fmt.Fprintf(&b, "| kill → Ready (median, max) | %.2f s, %.2f s | | |\n", median(times).Seconds(), slices.Max(times).Seconds())
+		}
+		fmt.Fprintf(&b, "| release revisions left pending or failed | %d | 0 | %s |\n", bad, verdict(bad == 0))
+		fmt.Fprintf(&b, "| bootstrap workloads uninstalled and recreated | %d | 0 | %s |\n\n", recreated, verdict(recreated == 0))
+	}
 	b.WriteString(`## How each number is measured
 
 - **Worlds**: every measurement starts its own test world (real etcd, kube-apiserver, kube-controller-manager,
@@ -133,6 +154,10 @@ func (r *report) markdown() string {
 - **Toggle latency**: in the idle world after the window, ` + "`velero`" + ` is enabled with the CLI's code (a server-side
   apply of one field) and the clock stops when a watch on its namespace delivers the HelmRelease's creation; then it
   is disabled and the harness waits until helm-controller has uninstalled it, 20 rounds.
+- **Crash safety**: each trial is a fresh world; the operator is killed with SIGKILL (process group) at a moment drawn
+  uniformly from [0, 2× the median bootstrap) after the TenantBundle is created, and restarted at once as the kubelet
+  would. Counted: trials that reach Ready, time from kill to Ready, Helm revisions not deployed/superseded at the end,
+  and Helm-managed workloads whose UID changed across the kill (an uninstall and reinstall).
 `)
 	return b.String()
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/cozystack/tenant-operator/internal/apply"
 	"github.com/cozystack/tenant-operator/internal/bundle"
 	"github.com/cozystack/tenant-operator/internal/helm"
-	"github.com/cozystack/tenant-operator/internal/source"
 	"github.com/cozystack/tenant-operator/internal/scheme"
+	"github.com/cozystack/tenant-operator/internal/source"
 	"github.com/cozystack/tenant-operator/manifests"
 	seederv1 "github.com/cozystack/tenant-operator/operator/apis/seeder/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/seeder"
@@ -31,8 +31,8 @@ import (
 func main() {
 	var (
 		metricsAddr, leaderNS, cacheDir string
-		leaderElect           bool
-		statusInterval        time.Duration
+		leaderElect                     bool
+		statusInterval                  time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "metrics address; 0 disables")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "use a Lease so that only one instance acts")
