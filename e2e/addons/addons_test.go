@@ -49,8 +49,7 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 		By("seeding the TenantBundle as the management side does, with its addon choices")
 		seeded = framework.Bundle(w, url)
 		seeded.Spec.Addons = map[string]tenantv1.AddonSpec{"cert-manager-crds": {Enabled: ptr.To(false)}}
-		Expect(t.WaitForCRDs(ctx)).To(Succeed())
-		Expect(seed.ApplyBundle(ctx, t.Client, seeded)).To(Succeed())
+		Expect(t.SeedBundle(ctx, seeded)).To(Succeed())
 
 		By("running Flux from the Deployment the operator applied")
 		_, err = t.RunFlux(ctx)

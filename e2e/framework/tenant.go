@@ -154,17 +154,31 @@ func (t *Tenant) ApplyBundle(ctx context.Context, b *tenantv1.TenantBundle) erro
 	}
 	b = b.DeepCopy()
 	b.TypeMeta = metav1.TypeMeta{APIVersion: tenantv1.GroupVersion.String(), Kind: "TenantBundle"}
-	// The client's RESTMapper may have looked for the kind before the CRD
-	// existed; it rediscovers on the next miss.
-	var applyErr error
+	return untilKindKnown(ctx, func(ctx context.Context) error { return Apply(ctx, t.Client, b) })
+}
+
+// SeedBundle is ApplyBundle as the management side applies it
+// (seed.ApplyBundle: field manager tenant-seeder, addon precedence).
+func (t *Tenant) SeedBundle(ctx context.Context, b *tenantv1.TenantBundle) error {
+	if err := t.WaitForCRDs(ctx); err != nil {
+		return err
+	}
+	return untilKindKnown(ctx, func(ctx context.Context) error { return seed.ApplyBundle(ctx, t.Client, b) })
+}
+
+// untilKindKnown retries f while the client does not know the kind yet: its
+// RESTMapper may have looked before the CRD existed, and rediscovers on the
+// next miss.
+func untilKindKnown(ctx context.Context, f func(context.Context) error) error {
+	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		applyErr = Apply(ctx, t.Client, b)
-		return !meta.IsNoMatchError(applyErr), nil
+		last = f(ctx)
+		return !meta.IsNoMatchError(last), nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w (last: %v)", err, applyErr)
+		return fmt.Errorf("%w (last: %v)", err, last)
 	}
-	return applyErr
+	return last
 }
 
 // WaitForCRDs waits until the operator has established the TenantBundle
