@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
+
 	"github.com/cozystack/tenant-operator/e2e/framework"
 )
 
@@ -16,6 +18,7 @@ import (
 // SIGKILL at a random moment and restarted, as the kubelet would.
 type killTrial struct {
 	killAfter   time.Duration // from TenantBundle creation
+	beforeReady bool          // the kill landed before the TenantBundle was Ready
 	converged   bool
 	toConverge  time.Duration // from the kill to Ready
 	badReleases int           // revisions left pending-* or failed at the end
@@ -23,8 +26,8 @@ type killTrial struct {
 }
 
 // measureKillTrials runs n trials, each in a fresh world: the kill lands
-// uniformly in [0, 2×the operator's typical bootstrap), so it hits the pull,
-// either install or the wait between them.
+// uniformly in [0, window), window being the operator's median bootstrap, so
+// it hits the pull, either install or the waits between them.
 func measureKillTrials(ctx context.Context, bin string, nodes, n int, window time.Duration) ([]killTrial, error) {
 	var out []killTrial
 	for i := range n {
@@ -32,8 +35,8 @@ func measureKillTrials(ctx context.Context, bin string, nodes, n int, window tim
 		if err != nil {
 			return nil, fmt.Errorf("trial %d: %w", i+1, err)
 		}
-		fmt.Printf("  kill trial %d/%d: killed after %s, converged=%t in %s, bad releases %d, recreated %d\n",
-			i+1, n, tr.killAfter.Round(time.Millisecond), tr.converged, tr.toConverge.Round(time.Millisecond), tr.badReleases, tr.recreated)
+		fmt.Printf("  kill trial %d/%d: killed after %s (before Ready: %t), converged=%t in %s, bad releases %d, recreated %d\n",
+			i+1, n, tr.killAfter.Round(time.Millisecond), tr.beforeReady, tr.converged, tr.toConverge.Round(time.Millisecond), tr.badReleases, tr.recreated)
 		out = append(out, tr)
 	}
 	return out, nil
@@ -64,6 +67,9 @@ func killTrialRun(ctx context.Context, bin string, nodes int, killAfter time.Dur
 	case <-time.After(killAfter):
 	}
 	uids := workloadUIDs(ctx, t.Client)
+	if b, err := t.Bundle(ctx, "tenant"); err == nil {
+		tr.beforeReady = !conditions.IsReady(b)
+	}
 	proc := t.Operator.Procs[0]
 	if err := proc.Kill(); err != nil {
 		return tr, err

@@ -76,13 +76,13 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("idle: %w", err)
 	}
 	r.idle = idle
-	// Kills land in [0, 2×the median bootstrap): the pull, both installs
-	// and the waits between them.
+	// Kills land in [0, the median bootstrap): the pull, both installs and
+	// the waits between them.
 	var ops []time.Duration
 	for _, op := range r.operator {
 		ops = append(ops, op.applyToReady)
 	}
-	if r.kills, err = measureKillTrials(ctx, operator, o.nodes, o.kills, 2*median(ops)); err != nil {
+	if r.kills, err = measureKillTrials(ctx, operator, o.nodes, o.kills, median(ops)); err != nil {
 		return fmt.Errorf("kill trials: %w", err)
 	}
 	return os.WriteFile(o.out, []byte(r.markdown()), 0o644)
