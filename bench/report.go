@@ -160,7 +160,7 @@ func (r *report) markdown() string {
   is disabled and the harness waits until helm-controller has uninstalled it, 20 rounds.
 - **Crash safety**: each trial is a fresh world; the operator is killed with SIGKILL (process group) at a moment drawn
   uniformly from [0, the median bootstrap) after the TenantBundle is created, and restarted at once as the kubelet
-  would. Counted: kills that landed before Ready (the rest hit the moment Ready was being written), trials that reach Ready, time from kill to Ready, Helm revisions not deployed/superseded at the end,
+  would. Counted: kills that landed before Ready (the others came just after it), trials that reach Ready, time from kill to Ready, Helm revisions not deployed/superseded at the end,
   and Helm-managed workloads whose UID changed across the kill (an uninstall and reinstall).
 `)
 	return b.String()
