@@ -6,9 +6,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/fluxcd/pkg/runtime/conditions"
 
 	"github.com/cozystack/tenant-operator/e2e/framework"
@@ -66,7 +63,10 @@ func killTrialRun(ctx context.Context, bin string, nodes int, killAfter time.Dur
 		return tr, ctx.Err()
 	case <-time.After(killAfter):
 	}
-	uids := workloadUIDs(ctx, t.Client)
+	uids, err := framework.WorkloadUIDs(ctx, t.Client)
+	if err != nil {
+		return tr, err
+	}
 	if b, err := t.Bundle(ctx, "tenant"); err == nil {
 		tr.beforeReady = !conditions.IsReady(b)
 	}
@@ -91,29 +91,14 @@ func killTrialRun(ctx context.Context, bin string, nodes int, killAfter time.Dur
 			tr.badReleases++
 		}
 	}
-	for key, uid := range workloadUIDs(ctx, t.Client) {
+	after, err := framework.WorkloadUIDs(ctx, t.Client)
+	if err != nil {
+		return tr, err
+	}
+	for key, uid := range after {
 		if before, ok := uids[key]; ok && before != uid {
 			tr.recreated++
 		}
 	}
 	return tr, nil
-}
-
-// workloadUIDs identifies the Helm-managed workloads present now.
-func workloadUIDs(ctx context.Context, c client.Client) map[string]string {
-	out := map[string]string{}
-	sel := client.MatchingLabels{"app.kubernetes.io/managed-by": "Helm"}
-	var deps appsv1.DeploymentList
-	if c.List(ctx, &deps, sel) == nil {
-		for _, d := range deps.Items {
-			out["Deployment/"+d.Namespace+"/"+d.Name] = string(d.UID)
-		}
-	}
-	var dss appsv1.DaemonSetList
-	if c.List(ctx, &dss, sel) == nil {
-		for _, d := range dss.Items {
-			out["DaemonSet/"+d.Namespace+"/"+d.Name] = string(d.UID)
-		}
-	}
-	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,16 +66,7 @@ func requestReconcile(ctx context.Context, t *framework.Tenant, token string) {
 // workloadUIDs identifies the installed workloads, to prove nothing was
 // deleted or recreated.
 func workloadUIDs(ctx context.Context, t *framework.Tenant) map[string]string {
-	out := map[string]string{}
-	var deps appsv1.DeploymentList
-	Expect(t.Client.List(ctx, &deps, client.MatchingLabels{"app.kubernetes.io/managed-by": "Helm"})).To(Succeed())
-	for _, d := range deps.Items {
-		out["Deployment/"+d.Namespace+"/"+d.Name] = string(d.UID)
-	}
-	var dss appsv1.DaemonSetList
-	Expect(t.Client.List(ctx, &dss, client.MatchingLabels{"app.kubernetes.io/managed-by": "Helm"})).To(Succeed())
-	for _, d := range dss.Items {
-		out["DaemonSet/"+d.Namespace+"/"+d.Name] = string(d.UID)
-	}
-	return out
+	uids, err := framework.WorkloadUIDs(ctx, t.Client)
+	Expect(err).NotTo(HaveOccurred())
+	return uids
 }

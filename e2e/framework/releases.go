@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -48,6 +49,29 @@ func Releases(ctx context.Context, c client.Client) ([]string, error) {
 		if len(out) == 0 || out[len(out)-1] != r.Release {
 			out = append(out, r.Release)
 		}
+	}
+	return out, nil
+}
+
+// WorkloadUIDs identifies the Helm-managed Deployments and DaemonSets
+// present now, by kind/namespace/name: a changed UID means one was deleted
+// and created again.
+func WorkloadUIDs(ctx context.Context, c client.Client) (map[string]string, error) {
+	out := map[string]string{}
+	sel := client.MatchingLabels{"app.kubernetes.io/managed-by": "Helm"}
+	var deps appsv1.DeploymentList
+	if err := c.List(ctx, &deps, sel); err != nil {
+		return nil, err
+	}
+	for _, d := range deps.Items {
+		out["Deployment/"+d.Namespace+"/"+d.Name] = string(d.UID)
+	}
+	var dss appsv1.DaemonSetList
+	if err := c.List(ctx, &dss, sel); err != nil {
+		return nil, err
+	}
+	for _, d := range dss.Items {
+		out["DaemonSet/"+d.Namespace+"/"+d.Name] = string(d.UID)
 	}
 	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
 // AddonPrefix names the PackageSource and Package of an addon.
@@ -169,10 +170,10 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string { return e.Message }
 
-// Refusal reasons.
+// Refusal reasons: the TenantBundle reports them as they are.
 const (
-	ReasonUnknownAddon       = "UnknownAddon"
-	ReasonDependencyDisabled = "DependencyDisabled"
+	ReasonUnknownAddon       = tenantv1.ReasonUnknownAddon
+	ReasonDependencyDisabled = tenantv1.ReasonDependencyDisabled
 )
 
 // Select resolves the choices against the catalogue: defaults, then the

@@ -58,7 +58,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err != nil {
 		reason, _ := outcome.Classify(err)
-		if c := conditions.Get(obj, tenantv1.AddonsReadyCondition); c == nil || c.Status == metav1.ConditionTrue || !isRefusal(c.Reason) {
+		if c := conditions.Get(obj, tenantv1.AddonsReadyCondition); c == nil || c.Status == metav1.ConditionTrue || !IsRefusal(c.Reason) {
 			conditions.MarkFalse(obj, tenantv1.AddonsReadyCondition, reason, "%v", err)
 		}
 	}
@@ -75,13 +75,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // IsRefusal says whether an AddonsReady reason is a refused spec (only a
-// spec change helps).
-func isRefusal(reason string) bool {
+// spec change helps); the TenantBundle controller turns it into Stalled.
+func IsRefusal(reason string) bool {
 	return reason == tenantv1.ReasonUnknownAddon || reason == tenantv1.ReasonDependencyDisabled
 }
-
-// IsRefusal is isRefusal for the TenantBundle controller.
-func IsRefusal(reason string) bool { return isRefusal(reason) }
 
 // writeCondition applies AddonsReady alone with server-side apply: the
 // conditions list is a map keyed by type, so this manager owns exactly this

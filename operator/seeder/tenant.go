@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -81,22 +82,26 @@ func (r *Reconciler) tenant(ctx context.Context, ts *seederv1.TenantSeed) (*tena
 	return &tenantAccess{Client: c, secretName: secretName, key: key}, nil
 }
 
-// TenantClients caches one client per admin kubeconfig Secret version, so
-// discovery is not repeated on every status read.
+// TenantClients caches one client per admin kubeconfig Secret, rebuilt when
+// the Secret changes, so discovery is not repeated on every status read.
 type TenantClients struct {
 	Scheme *runtime.Scheme
 
 	mu      sync.Mutex
-	clients map[string]client.Client
+	clients map[types.UID]tenantClient
+}
+
+type tenantClient struct {
+	version string // the Secret's resourceVersion the client was built from
+	client.Client
 }
 
 // For returns the client of the kubeconfig in secret (raw).
 func (t *TenantClients) For(secret *corev1.Secret, raw []byte) (client.Client, error) {
-	key := string(secret.UID) + "/" + secret.ResourceVersion
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if c, ok := t.clients[key]; ok {
-		return c, nil
+	if tc, ok := t.clients[secret.UID]; ok && tc.version == secret.ResourceVersion {
+		return tc.Client, nil
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(raw)
 	if err != nil {
@@ -109,14 +114,9 @@ func (t *TenantClients) For(secret *corev1.Secret, raw []byte) (client.Client, e
 		return nil, err
 	}
 	if t.clients == nil {
-		t.clients = map[string]client.Client{}
+		t.clients = map[types.UID]tenantClient{}
 	}
-	for k := range t.clients {
-		if len(k) > len(secret.UID) && k[:len(secret.UID)] == string(secret.UID) {
-			delete(t.clients, k) // an older version of the same Secret
-		}
-	}
-	t.clients[key] = c
+	t.clients[secret.UID] = tenantClient{version: secret.ResourceVersion, Client: c}
 	return c, nil
 }
 
