@@ -57,7 +57,7 @@ unit: ## Unit tests (pure logic).
 
 .PHONY: e2e
 e2e: world-bins build ## e2e suites, one at a time (each starts its own worlds).
-	$(GO) test -p 1 -timeout $(E2E_TIMEOUT) ./e2e/smoke/... ./e2e/bootstrap/... ./e2e/variants/... ./e2e/addons/... ./e2e/seeding/... -ginkgo.v
+	$(GO) test -p 1 -timeout $(E2E_TIMEOUT) ./e2e/smoke/... ./e2e/bootstrap/... ./e2e/variants/... ./e2e/addons/... ./e2e/seeding/... ./e2e/catalog/... -ginkgo.v
 
 .PHONY: test
 test: fmt vet unit e2e ## Everything CI runs.

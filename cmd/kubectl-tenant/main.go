@@ -27,6 +27,13 @@ const usage = `usage: kubectl tenant [--kubeconfig FILE] [--bundle NAME] [--wait
   addons enable NAME              switch an addon on (and what it depends on)
   addons disable NAME             switch an addon off (refused while an enabled addon needs it)
   addons set NAME VALUES          set an addon's values (a JSON object)
+
+  catalog list                    every catalog app: who registered it, installed variant, Ready, privileges
+  catalog install APP [--variant V] [--component C] [--values FILE]... [--set K=V]... [--confirm-privileged]
+                                  install (or change) an app and wait until it is Ready; a privileged
+                                  app waits for a confirmation unless --confirm-privileged
+  catalog confirm APP             confirm the privileges the operator found in the app (printed first)
+  catalog uninstall APP           uninstall an app and wait until its releases are gone
 `
 
 func main() {
@@ -48,13 +55,16 @@ func run(ctx context.Context, kubeconfig, bundleName string, waitFor time.Durati
 	if len(args) >= 1 && args[0] == "seed" {
 		return seed(ctx, kubeconfig, args[1:])
 	}
-	if len(args) < 2 || args[0] != "addons" {
+	if len(args) < 2 || (args[0] != "addons" && args[0] != "catalog") {
 		fmt.Fprint(os.Stderr, usage)
 		return fmt.Errorf("unknown command")
 	}
 	c, err := newClient(kubeconfig)
 	if err != nil {
 		return err
+	}
+	if args[0] == "catalog" {
+		return catalog(ctx, &cli.Catalog{Client: c, Out: os.Stdout, Wait: waitFor}, args[1], args[2:])
 	}
 	a := &cli.Addons{Client: c, Bundle: bundleName, Out: os.Stdout, Wait: waitFor}
 	switch cmd, rest := args[1], args[2:]; {
@@ -80,6 +90,41 @@ func newClient(kubeconfig string) (client.Client, error) {
 		return nil, err
 	}
 	return client.New(cfg, client.Options{Scheme: scheme.New()})
+}
+
+func catalog(ctx context.Context, c *cli.Catalog, cmd string, rest []string) error {
+	if cmd == "list" && len(rest) == 0 {
+		return c.List(ctx)
+	}
+	if len(rest) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return fmt.Errorf("catalog %s needs an app name", cmd)
+	}
+	app, flags := rest[0], rest[1:]
+	switch cmd {
+	case "install":
+		fs := flag.NewFlagSet("install", flag.ContinueOnError)
+		var o cli.InstallOptions
+		fs.StringVar(&o.Variant, "variant", "", "variant of the app (default: default)")
+		fs.StringVar(&o.Component, "component", "", "component the values are for (default: the only installable one)")
+		fs.Func("values", "a YAML values file (repeatable, merged in order)", func(v string) error { o.ValueFiles = append(o.ValueFiles, v); return nil })
+		fs.Func("set", "a value, key=value as helm --set (repeatable, over --values)", func(v string) error { o.Set = append(o.Set, v); return nil })
+		fs.BoolVar(&o.ConfirmPrivileged, "confirm-privileged", false, "confirm the privileges the operator finds (they are printed)")
+		if err := fs.Parse(flags); err != nil {
+			return err
+		}
+		return c.Install(ctx, app, o)
+	case "confirm":
+		if len(flags) == 0 {
+			return c.Confirm(ctx, app)
+		}
+	case "uninstall":
+		if len(flags) == 0 {
+			return c.Uninstall(ctx, app)
+		}
+	}
+	fmt.Fprint(os.Stderr, usage)
+	return fmt.Errorf("bad arguments to catalog %s", cmd)
 }
 
 func seed(ctx context.Context, kubeconfig string, args []string) error {

@@ -33,6 +33,7 @@ import (
 	"github.com/cozystack/tenant-operator/internal/source"
 	"github.com/cozystack/tenant-operator/manifests"
 	"github.com/cozystack/tenant-operator/operator/addons"
+	"github.com/cozystack/tenant-operator/operator/catalog"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
 	"github.com/cozystack/tenant-operator/operator/packages"
 	"github.com/cozystack/tenant-operator/operator/tenantbundle"
@@ -174,7 +175,7 @@ func run(ctx context.Context, opts options) error {
 	if err := mgr.Add(&artifacts.Server{Store: store, Addr: opts.artifactAddr}); err != nil {
 		return err
 	}
-	addonTier := func(mgr ctrl.Manager) error {
+	fluxTiers := func(mgr ctrl.Manager) error {
 		if err := (&addons.Reconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
@@ -185,6 +186,9 @@ func run(ctx context.Context, opts options) error {
 		}).SetupWithManager(mgr); err != nil {
 			return err
 		}
+		if err := (&catalog.Reconciler{Client: mgr.GetClient(), Apply: applier.As(catalog.FieldOwner)}).SetupWithManager(mgr); err != nil {
+			return err
+		}
 		return (&packages.Reconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
@@ -193,7 +197,7 @@ func run(ctx context.Context, opts options) error {
 			Store:     store,
 		}).SetupWithManager(mgr)
 	}
-	if err := mgr.Add(&addons.Starter{Manager: mgr, Apply: applier, CRDs: fluxCRDs, Timeout: opts.crdTimeout, Setup: addonTier}); err != nil {
+	if err := mgr.Add(&addons.Starter{Manager: mgr, Apply: applier, CRDs: fluxCRDs, Timeout: opts.crdTimeout, Setup: fluxTiers}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

@@ -2,8 +2,6 @@ package addons
 
 import (
 	"context"
-	"os/exec"
-	"strings"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -70,9 +68,9 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 			Expect(hrs.Items[0].Spec.ChartRef.Kind).To(Equal("ExternalArtifact"))
 		}
 		By("metrics-server (an aggregated API) was installed only after Cilium was Ready, and after its CRD dependency")
-		cilium := firstEvent(timeline, "DaemonSet", "cozy-cilium", "cilium", "Ready")
-		crds := firstEvent(timeline, "Release", "cozy-victoria-metrics-operator", "prometheus-operator-crds v1", "deployed")
-		ms := firstEvent(timeline, "Release", "cozy-monitoring", "metrics-server v1", "")
+		cilium := timeline.MustFirst("DaemonSet", "cozy-cilium", "cilium", "Ready")
+		crds := timeline.MustFirst("Release", "cozy-victoria-metrics-operator", "prometheus-operator-crds v1", "deployed")
+		ms := timeline.MustFirst("Release", "cozy-monitoring", "metrics-server v1", "")
 		Expect(ms.RV).To(BeNumerically(">", cilium.RV), timeline.String())
 		Expect(ms.RV).To(BeNumerically(">", crds.RV), timeline.String())
 		By("the management side's choice is off, so cert-manager-crds is not installed")
@@ -81,32 +79,32 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 
 	It("enables cert-manager from the CLI: its CRDs first, both Ready", func(ctx SpecContext) {
 		By("refusing an unknown addon by name")
-		out, err := kubectlTenant(ctx, t, "addons", "enable", "cert-manger")
+		out, err := t.CLI(ctx, cliBin, "addons", "enable", "cert-manger")
 		Expect(err).To(HaveOccurred())
 		Expect(out).To(ContainSubstring(`unknown addon "cert-manger"`))
 
 		By("refusing cert-manager while the management side keeps its CRDs off")
-		out, err = kubectlTenant(ctx, t, "addons", "enable", "cert-manager")
+		out, err = t.CLI(ctx, cliBin, "addons", "enable", "cert-manager")
 		Expect(err).To(HaveOccurred())
 		Expect(out).To(ContainSubstring("cert-manager-crds is disabled but needed by cert-manager"))
 
-		out, err = kubectlTenant(ctx, t, "addons", "enable", "cert-manager-crds")
+		out, err = t.CLI(ctx, cliBin, "addons", "enable", "cert-manager-crds")
 		Expect(err).NotTo(HaveOccurred(), out)
-		out, err = kubectlTenant(ctx, t, "addons", "enable", "cert-manager")
+		out, err = t.CLI(ctx, cliBin, "addons", "enable", "cert-manager")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Eventually(addonsReady(ctx, t)).WithContext(ctx).Should(Succeed())
-		crds := firstEvent(timeline, "Release", "cozy-cert-manager-crds", "cert-manager-crds v1", "deployed")
-		cm := firstEvent(timeline, "Release", "cozy-cert-manager", "cert-manager v1", "")
+		crds := timeline.MustFirst("Release", "cozy-cert-manager-crds", "cert-manager-crds v1", "deployed")
+		cm := timeline.MustFirst("Release", "cozy-cert-manager", "cert-manager v1", "")
 		Expect(cm.RV).To(BeNumerically(">", crds.RV), timeline.String())
 
-		out, err = kubectlTenant(ctx, t, "addons", "list")
+		out, err = t.CLI(ctx, cliBin, "addons", "list")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(MatchRegexp(`(?m)^cert-manager\s+true\s+tenant \(kubectl-tenant\)\s+True`))
 		Expect(out).To(MatchRegexp(`(?m)^metrics-server\s+true\s+default\s+True`))
 	})
 
 	It("refuses to disable the CRDs while cert-manager is on, from the CLI and in the spec", func(ctx SpecContext) {
-		out, err := kubectlTenant(ctx, t, "addons", "disable", "cert-manager-crds")
+		out, err := t.CLI(ctx, cliBin, "addons", "disable", "cert-manager-crds")
 		Expect(err).To(HaveOccurred())
 		Expect(out).To(ContainSubstring("cert-manager-crds is disabled but needed by cert-manager"))
 
@@ -123,7 +121,7 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 		}).WithContext(ctx).Should(Succeed())
 		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "addon.cert-manager-crds"}, &cozyv1.Package{})).To(Succeed())
 
-		out, err = kubectlTenant(ctx, t, "addons", "enable", "cert-manager-crds")
+		out, err = t.CLI(ctx, cliBin, "addons", "enable", "cert-manager-crds")
 		Expect(err).NotTo(HaveOccurred(), out)
 		framework.ExpectReady(ctx, t)
 	})
@@ -140,7 +138,7 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 		changed := seeded.DeepCopy()
 		changed.Spec.Addons["velero"] = tenantv1.AddonSpec{Enabled: ptr.To(false)}
 		Expect(seed.ApplyBundle(ctx, t.Client, changed)).To(Succeed())
-		out, err := kubectlTenant(ctx, t, "addons", "enable", "velero")
+		out, err := t.CLI(ctx, cliBin, "addons", "enable", "velero")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(seed.ApplyBundle(ctx, t.Client, changed)).To(Succeed())
 		b, err = t.Bundle(ctx, "tenant")
@@ -161,7 +159,7 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 	})
 
 	It("uninstalls an addon that is disabled, and its release is gone", func(ctx SpecContext) {
-		out, err := kubectlTenant(ctx, t, "addons", "disable", "cert-manager")
+		out, err := t.CLI(ctx, cliBin, "addons", "disable", "cert-manager")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Eventually(func(g Gomega) {
 			g.Expect(apierrors.IsNotFound(t.Client.Get(ctx, client.ObjectKey{Name: "addon.cert-manager"}, &cozyv1.Package{}))).To(BeTrue())
@@ -178,9 +176,9 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 	})
 
 	It("refuses values the chart's schema rejects, and reports a failing chart with Flux's reason, the rest unaffected", func(ctx SpecContext) {
-		out, err := kubectlTenant(ctx, t, "addons", "set", "velero", `{"velero":{"replicas":"many"}}`)
+		out, err := t.CLI(ctx, cliBin, "addons", "set", "velero", `{"velero":{"replicas":"many"}}`)
 		Expect(err).NotTo(HaveOccurred(), out)
-		out, err = kubectlTenant(ctx, t, "addons", "enable", "velero")
+		out, err = t.CLI(ctx, cliBin, "addons", "enable", "velero")
 		Expect(err).To(HaveOccurred())
 		Expect(out).To(ContainSubstring("ValuesRejected"))
 		Expect(out).To(ContainSubstring("spec.components.velero.values"))
@@ -195,7 +193,7 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 		Expect(apierrors.IsNotFound(t.Client.Get(ctx, client.ObjectKey{Namespace: "cozy-velero", Name: "velero"}, &helmv2.HelmRelease{}))).To(BeTrue())
 
 		By("a value the schema allows but the API server refuses fails the install in Flux")
-		out, err = kubectlTenant(ctx, t, "addons", "set", "velero", `{"velero":{"replicas":-1}}`)
+		out, err = t.CLI(ctx, cliBin, "addons", "set", "velero", `{"velero":{"replicas":-1}}`)
 		Expect(err).NotTo(HaveOccurred(), out)
 		Eventually(func(g Gomega) {
 			pkg := &cozyv1.Package{}
@@ -223,22 +221,4 @@ func addonsReady(ctx context.Context, t *framework.Tenant) func(Gomega) {
 		c := framework.Condition(ctx, t, tenantv1.AddonsReadyCondition)(g)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 	}
-}
-
-// firstEvent returns the first recorded event of a kind and name; an empty
-// what matches any release status.
-func firstEvent(tl *framework.Timeline, kind, ns, name, what string) framework.Event {
-	e, ok := tl.First(func(e framework.Event) bool {
-		return e.Kind == kind && e.Namespace == ns && e.Name == name && (what == "" || e.What == what)
-	})
-	Expect(ok).To(BeTrue(), "no %s %s/%s %s in the timeline:\n%s", kind, ns, name, what, tl.String())
-	return e
-}
-
-// kubectlTenant runs the CLI as a tenant admin would, with the world's
-// admin kubeconfig.
-func kubectlTenant(ctx context.Context, t *framework.Tenant, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, cliBin, append([]string{"--kubeconfig", t.World.Kubeconfig}, args...)...)
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -228,4 +229,12 @@ func PushCharts(ctx context.Context, w *world.World, names ...string) (string, e
 func TestdataDir(sub string) (string, error) {
 	root, err := world.RepoRoot()
 	return filepath.Join(root, "e2e", "testdata", sub), err
+}
+
+// CLI runs the kubectl-tenant binary as a tenant admin would, with the
+// world's admin kubeconfig, and returns its combined output.
+func (t *Tenant) CLI(ctx context.Context, bin string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", t.World.Kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
 }

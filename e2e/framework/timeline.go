@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
@@ -161,4 +162,14 @@ func (t *Timeline) String() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// MustFirst is the first recorded event of a kind and name; an empty what
+// matches any. It fails the spec, with the timeline, when there is none.
+func (t *Timeline) MustFirst(kind, ns, name, what string) Event {
+	e, ok := t.First(func(e Event) bool {
+		return e.Kind == kind && e.Namespace == ns && e.Name == name && (what == "" || e.What == what)
+	})
+	gomega.Expect(ok).To(gomega.BeTrue(), "no %s %s/%s %s in the timeline:\n%s", kind, ns, name, what, t.String())
+	return e
 }

@@ -176,17 +176,23 @@ func copyTree(t *testing.T, src, dst string) {
 // warnings; charts that need a library are checked vendored.
 func TestChartsRenderAndLint(t *testing.T) {
 	needsLibs := map[string][]string{"metrics-server": {"cozy-lib"}}
-	entries, err := os.ReadDir(filepath.Join(TestdataDir(), "system"))
-	if err != nil {
-		t.Fatal(err)
+	var names []string
+	for _, tier := range []string{"system", "apps"} {
+		entries, err := os.ReadDir(filepath.Join(TestdataDir(), tier))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) == 0 {
+			t.Fatalf("no charts under %s/", tier)
+		}
+		for _, e := range entries {
+			names = append(names, tier+"/"+e.Name())
+		}
 	}
-	if len(entries) == 0 {
-		t.Fatal("no charts under system/")
-	}
-	for _, e := range entries {
-		name := e.Name()
-		t.Run(name, func(t *testing.T) {
-			dir := systemChart(name)
+	for _, path := range names {
+		name := filepath.Base(path)
+		t.Run(path, func(t *testing.T) {
+			dir := filepath.Join(TestdataDir(), path)
 			if libs := needsLibs[name]; libs != nil {
 				dir = vendored(t, name, libs...)
 			}

@@ -11,8 +11,10 @@ import (
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
 	"github.com/fluxcd/cli-utils/pkg/object"
 	"github.com/fluxcd/pkg/ssa"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -21,7 +23,9 @@ const FieldOwner = "tenant-operator"
 
 // Engine applies sets of objects with server-side apply.
 type Engine struct {
-	rm *ssa.ResourceManager
+	rm      *ssa.ResourceManager
+	c       client.Client
+	manager string
 }
 
 // New builds an engine on a client that must not read from a cache: the
@@ -33,7 +37,22 @@ func New(c client.Client) *Engine { return NewFor(c, FieldOwner) }
 // their own names, which is what decides who wins (see seed.Precedence).
 func NewFor(c client.Client, manager string) *Engine {
 	poller := polling.NewStatusPoller(c, c.RESTMapper(), polling.Options{})
-	return &Engine{rm: ssa.NewResourceManager(c, poller, ssa.Owner{Field: manager, Group: "tenant.cozystack.io"})}
+	return &Engine{rm: ssa.NewResourceManager(c, poller, ssa.Owner{Field: manager, Group: "tenant.cozystack.io"}), c: c, manager: manager}
+}
+
+// As is the same engine applying as another field manager.
+func (e *Engine) As(manager string) *Engine { return NewFor(e.c, manager) }
+
+// Release gives up every field this engine's manager owns on the object
+// named by obj (type and name only): fields no other manager owns are
+// removed. Never skipped by a dry-run diff, because giving up a field that
+// another manager co-owns changes nothing visible but still matters.
+func (e *Engine) Release(ctx context.Context, obj client.Object) error {
+	bare := &unstructured.Unstructured{}
+	bare.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	bare.SetName(obj.GetName())
+	bare.SetNamespace(obj.GetNamespace())
+	return e.c.Patch(ctx, bare, client.Apply, client.FieldOwner(e.manager), client.ForceOwnership)
 }
 
 // ApplyStaged applies definitions (CRDs, Namespaces) first and waits until
@@ -102,6 +121,21 @@ func StatusPatch(obj client.Object) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": m["apiVersion"], "kind": m["kind"], "status": m["status"],
 	}}
+	u.SetName(obj.GetName())
+	u.SetNamespace(obj.GetNamespace())
+	return u, nil
+}
+
+// ConditionPatch is the server-side apply body that sets one condition of
+// obj's status and nothing else: with conditions a map keyed by type, the
+// manager that applies it owns exactly that entry.
+func ConditionPatch(obj client.Object, gvk schema.GroupVersionKind, c metav1.Condition) (*unstructured.Unstructured, error) {
+	cond, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{cond}}}}
+	u.SetGroupVersionKind(gvk)
 	u.SetName(obj.GetName())
 	u.SetNamespace(obj.GetNamespace())
 	return u, nil

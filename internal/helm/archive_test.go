@@ -94,3 +94,24 @@ func TestNormalizeErasesTimes(t *testing.T) {
 		t.Fatal("archives that differ only in timestamps normalize differently")
 	}
 }
+
+// The archive is what Flux installs: it must carry the merged values files,
+// not only the chart's own values.yaml.
+func TestArchiveCarriesMergedValuesFiles(t *testing.T) {
+	c, err := BuildFromTree(TreeChart{Tree: tree, Path: "system/cilium", ValuesFiles: []string{"values.yaml", "values-talos.yaml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := Archive(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cilium := ch.Values["cilium"].(map[string]any)
+	if cilium["k8sServiceHost"] != "localhost" {
+		t.Fatalf("archived cilium values = %v", cilium)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cozystack/tenant-operator/internal/values"
@@ -103,6 +104,12 @@ func buildFromTree(tc TreeChart) (*chart.Chart, string, error) {
 			fmt.Fprintf(h, "values:%s\n", f)
 		}
 		ch.Values = vals
+		// Archives carry the raw values.yaml, not ch.Values: without this a
+		// chart installed by Flux would miss every values file but the
+		// chart's own.
+		if err := setRawValues(ch, vals); err != nil {
+			return nil, "", fmt.Errorf("%w: values of %s: %v", ErrChartInvalid, tc.Path, err)
+		}
 	}
 	if err := checkDependencies(ch); err != nil {
 		return nil, "", fmt.Errorf("%w: %s: %v", ErrChartInvalid, tc.Path, err)
@@ -144,4 +151,19 @@ func hashDir(h interface{ Write([]byte) (int, error) }, dir string) error {
 		fmt.Fprintf(h, "%s %x\n", filepath.ToSlash(rel), sum)
 		return nil
 	})
+}
+
+func setRawValues(ch *chart.Chart, vals map[string]any) error {
+	data, err := yaml.Marshal(vals)
+	if err != nil {
+		return err
+	}
+	for _, f := range ch.Raw {
+		if f.Name == chartutil.ValuesfileName {
+			f.Data = data
+			return nil
+		}
+	}
+	ch.Raw = append(ch.Raw, &chart.File{Name: chartutil.ValuesfileName, Data: data})
+	return nil
 }

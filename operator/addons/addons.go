@@ -27,7 +27,7 @@ import (
 
 // AddonLabel marks the PackageSources and Packages the operator writes for
 // addons, with the addon's name.
-const AddonLabel = "tenant.cozystack.io/addon"
+const AddonLabel = tenantv1.AddonLabel
 
 // PackagesRepository is the OCIRepository of the packages artifact that
 // addon PackageSources point at.
@@ -98,12 +98,21 @@ func (r *Reconciler) packagesRepository(obj *tenantv1.TenantBundle, digest strin
 			Interval:  metav1.Duration{Duration: 10 * time.Minute},
 		},
 	}
-	// A Secret can only be referenced from its own namespace.
 	if s := p.PullSecretRef; s != nil {
-		repo.Namespace = s.Namespace
 		repo.Spec.SecretRef = &meta.LocalObjectReference{Name: s.Name}
 	}
+	repo.Namespace = PackagesRepositoryKey(obj).Namespace
 	return repo
+}
+
+// PackagesRepositoryKey locates the packages artifact's OCIRepository. A
+// Secret can only be referenced from its own namespace, so with a pull
+// secret it lives beside it.
+func PackagesRepositoryKey(obj *tenantv1.TenantBundle) client.ObjectKey {
+	if s := obj.Spec.Packages.PullSecretRef; s != nil {
+		return client.ObjectKey{Namespace: s.Namespace, Name: PackagesRepository}
+	}
+	return client.ObjectKey{Namespace: flux.Namespace, Name: PackagesRepository}
 }
 
 // addonPackage renders an addon as Cozystack renders a system package: a

@@ -84,11 +84,7 @@ func IsRefusal(reason string) bool {
 // conditions list is a map keyed by type, so this manager owns exactly this
 // entry and the TenantBundle controller's writes leave it alone.
 func (r *Reconciler) writeCondition(ctx context.Context, obj *tenantv1.TenantBundle, c *metav1.Condition) error {
-	patch := &tenantv1.TenantBundle{}
-	patch.APIVersion, patch.Kind = tenantv1.GroupVersion.String(), "TenantBundle"
-	patch.Name = obj.Name
-	patch.Status.Conditions = []metav1.Condition{*c}
-	u, err := apply.StatusPatch(patch)
+	u, err := apply.ConditionPatch(obj, tenantv1.GroupVersion.WithKind("TenantBundle"), *c)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,9 @@ package packages
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,16 +13,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/cozystack/tenant-operator/internal/apply"
 	"github.com/cozystack/tenant-operator/internal/outcome"
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 )
 
+// NamespaceFinalizer holds a Package until it has given up its say on its
+// namespaces' labels.
+const NamespaceFinalizer = "tenant.cozystack.io/namespace-labels"
+
 // ensureNamespaces applies the namespaces of the releases, labelled as
 // Cozystack labels them; a namespace of a privileged component is allowed
 // privileged pods, the others keep the cluster's pod-security default.
-func (r *Reconciler) ensureNamespaces(ctx context.Context, desired []*release) error {
+// Each Package applies as its own field manager, so a label several
+// Packages ask for stays until the last of them stops asking.
+func (r *Reconciler) ensureNamespaces(ctx context.Context, pkg *cozyv1.Package, desired []*release) error {
 	privileged := map[string]bool{}
 	var names []string
 	for _, rel := range desired {
@@ -28,7 +37,7 @@ func (r *Reconciler) ensureNamespaces(ctx context.Context, desired []*release) e
 		if _, seen := privileged[ns]; !seen {
 			names = append(names, ns)
 		}
-		privileged[ns] = privileged[ns] || rel.Privileged
+		privileged[ns] = privileged[ns] || rel.Privileged()
 	}
 	sort.Strings(names)
 	objs := make([]client.Object, 0, len(names))
@@ -44,12 +53,61 @@ func (r *Reconciler) ensureNamespaces(ctx context.Context, desired []*release) e
 			ns.Labels[SystemLabel] = "true"
 		}
 		if privileged[name] {
-			ns.Labels["pod-security.kubernetes.io/enforce"] = "privileged"
+			ns.Labels[podSecurityLabel] = "privileged"
 		}
 		objs = append(objs, ns)
 	}
-	if _, err := r.Apply.ApplyObjects(ctx, objs...); err != nil {
+	if len(objs) == 0 {
+		return nil
+	}
+	if !controllerutil.ContainsFinalizer(pkg, NamespaceFinalizer) {
+		// On a copy: the response would overwrite the status computed so far.
+		cp := pkg.DeepCopy()
+		before := cp.DeepCopy()
+		controllerutil.AddFinalizer(cp, NamespaceFinalizer)
+		if err := r.Patch(ctx, cp, client.MergeFrom(before), client.FieldOwner(apply.FieldOwner)); err != nil {
+			return outcome.Retry(ReasonInternalError, err)
+		}
+		pkg.Finalizers = cp.Finalizers
+	}
+	if _, err := r.Apply.As(namespaceManager(pkg.Name)).ApplyObjects(ctx, objs...); err != nil {
 		return outcome.Retry(ReasonInternalError, err)
+	}
+	return nil
+}
+
+const podSecurityLabel = "pod-security.kubernetes.io/enforce"
+
+// namespaceManager is the field manager of one Package's say on namespaces.
+func namespaceManager(pkg string) string {
+	m := "tenant-operator-package." + pkg
+	if len(m) > 128 { // the API server's limit
+		m = fmt.Sprintf("tenant-operator-package.%x", sha256.Sum256([]byte(pkg)))
+	}
+	return m
+}
+
+// releaseNamespaces gives up the Package's say on the namespaces it no
+// longer installs into (all of them when keep is nil): labels only it asked
+// for are removed, the namespaces themselves stay.
+func (r *Reconciler) releaseNamespaces(ctx context.Context, pkg string, keep map[string]bool) error {
+	var list corev1.NamespaceList
+	// Uncached: the cache strips managed fields.
+	if err := r.APIReader.List(ctx, &list); err != nil {
+		return outcome.Retry(ReasonInternalError, err)
+	}
+	engine := r.Apply.As(namespaceManager(pkg))
+	for i := range list.Items {
+		ns := &list.Items[i]
+		if keep[ns.Name] || !slices.ContainsFunc(ns.ManagedFields, func(e metav1.ManagedFieldsEntry) bool {
+			return e.Manager == namespaceManager(pkg)
+		}) {
+			continue
+		}
+		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+		if err := engine.Release(ctx, ns); client.IgnoreNotFound(err) != nil {
+			return outcome.Retry(ReasonInternalError, fmt.Errorf("namespace %s: %w", ns.Name, err))
+		}
 	}
 	return nil
 }
@@ -110,8 +168,10 @@ func (r *Reconciler) prune(ctx context.Context, pkg *cozyv1.Package, desired []*
 		return outcome.Retry(ReasonInternalError, err)
 	}
 	var stale []client.Object
+	left := false
 	for i := range hrs.Items {
 		stale = append(stale, &hrs.Items[i])
+		left = left || !keep[client.ObjectKeyFromObject(&hrs.Items[i])]
 	}
 	for i := range eas.Items {
 		stale = append(stale, &eas.Items[i])
@@ -124,5 +184,12 @@ func (r *Reconciler) prune(ctx context.Context, pkg *cozyv1.Package, desired []*
 			return outcome.Retry(ReasonInternalError, err)
 		}
 	}
-	return nil
+	if !left {
+		return nil
+	}
+	inUse := map[string]bool{}
+	for _, rel := range desired {
+		inUse[rel.HR.Namespace] = true
+	}
+	return r.releaseNamespaces(ctx, pkg.Name, inUse)
 }

@@ -46,7 +46,7 @@ func (c *chartCache) put(key string, b *built) {
 // generator does (libraries vendored, values files merged), stores its
 // archive and checks values against the chart's schema, so a wrong value
 // is refused here, with the field named, instead of failing in Flux.
-func (r *Reconciler) chartArtifact(t *tree, v *cozyv1.Variant, c cozyv1.Component, name string, values map[string]any) (*meta.Artifact, error) {
+func (r *Reconciler) chartArtifact(t *tree, v *cozyv1.Variant, c cozyv1.Component, name string, values map[string]any) (*built, error) {
 	libs := map[string]string{}
 	for _, l := range c.Libraries {
 		p, ok := libraryPath(v, l)
@@ -74,7 +74,7 @@ func (r *Reconciler) chartArtifact(t *tree, v *cozyv1.Variant, c cozyv1.Componen
 		r.charts.put(key, b)
 	}
 	if len(values) == 0 {
-		return b.artifact, nil
+		return b, nil
 	}
 	if err := helm.ValidateValues(b.chart, values); err != nil {
 		if errors.Is(err, helm.ErrValuesRejected) {
@@ -82,7 +82,7 @@ func (r *Reconciler) chartArtifact(t *tree, v *cozyv1.Variant, c cozyv1.Componen
 		}
 		return nil, outcome.Terminal(ReasonChartInvalid, "component %s (%s): %v", c.Name, c.Path, err)
 	}
-	return b.artifact, nil
+	return b, nil
 }
 
 func libraryPath(v *cozyv1.Variant, name string) (string, bool) {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/cozystack/tenant-operator/internal/apply"
 	"github.com/cozystack/tenant-operator/internal/artifacts"
@@ -41,20 +42,23 @@ type Reconciler struct {
 	Puller    *source.Puller
 	Store     *artifacts.Store
 
-	charts chartCache
+	charts   chartCache
+	findings findingsCache
 }
 
 // Reconcile writes the Package's chart artifacts and HelmReleases and
-// reports their health. No finalizer: the HelmReleases carry an owner
-// reference, so deleting a Package uninstalls its releases through the
-// garbage collector and helm-controller, and a dead Flux cannot hang it.
+// reports their health. The HelmReleases carry an owner reference, so
+// deleting a Package uninstalls its releases through the garbage collector
+// and helm-controller; the only finalizer is the operator's own, to take
+// back the namespace labels the Package asked for, so a dead Flux cannot
+// hang a deletion.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	pkg := &cozyv1.Package{}
 	if err := r.Get(ctx, req.NamespacedName, pkg); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !pkg.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.finalize(ctx, pkg)
 	}
 	// This controller is the only writer of Package status: one merge
 	// patch per reconcile, none when nothing changed.
@@ -95,7 +99,20 @@ func (r *Reconciler) reconcile(ctx context.Context, pkg *cozyv1.Package) (health
 	if err != nil {
 		return health{}, err
 	}
-	if err := r.ensureNamespaces(ctx, desired); err != nil {
+	facts, err := r.tenant(ctx)
+	if err != nil {
+		return health{}, err
+	}
+	if err := r.classify(pkg, desired, facts.cluster); err != nil {
+		return health{}, err
+	}
+	if err := gate(pkg, facts.policy); err != nil {
+		return health{}, err
+	}
+	if err := r.ensureNamespaces(ctx, pkg, desired); err != nil {
+		return health{}, err
+	}
+	if err := r.ensureValues(ctx, desired, facts.cluster); err != nil {
 		return health{}, err
 	}
 	if err := r.applyReleases(ctx, pkg, desired); err != nil {
@@ -105,4 +122,18 @@ func (r *Reconciler) reconcile(ctx context.Context, pkg *cozyv1.Package) (health
 		return health{}, err
 	}
 	return r.observe(ctx, desired), nil
+}
+
+// finalize takes back the Package's namespace labels, then lets it go; its
+// HelmReleases follow through the garbage collector.
+func (r *Reconciler) finalize(ctx context.Context, pkg *cozyv1.Package) error {
+	if !controllerutil.ContainsFinalizer(pkg, NamespaceFinalizer) {
+		return nil
+	}
+	if err := r.releaseNamespaces(ctx, pkg.Name, nil); err != nil {
+		return err
+	}
+	before := pkg.DeepCopy()
+	controllerutil.RemoveFinalizer(pkg, NamespaceFinalizer)
+	return client.IgnoreNotFound(r.Patch(ctx, pkg, client.MergeFrom(before), client.FieldOwner(apply.FieldOwner)))
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
 // SetupWithManager registers the controller. Every input is a watch, so a
@@ -32,6 +33,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&cozyv1.Package{}, handler.EnqueueRequestsFromMapFunc(r.dependents),
 			builder.WithPredicates(readyChanged())).
 		Watches(&cozyv1.PackageSource{}, handler.EnqueueRequestsFromMapFunc(sameName),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The catalog policy and the cluster values apply to every Package.
+		Watches(&tenantv1.TenantBundle{}, handler.EnqueueRequestsFromMapFunc(r.all),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A new packages artifact rebuilds every chart.
 		Watches(&sourcev1.OCIRepository{}, handler.EnqueueRequestsFromMapFunc(r.all),

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/outcome"
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 )
@@ -31,11 +32,21 @@ const (
 
 // release is one installable component of the Package.
 type release struct {
-	Component  cozyv1.Component
-	HR         *helmv2.HelmRelease
-	EA         *sourcev1.ExternalArtifact
-	Artifact   *meta.Artifact
-	Privileged bool
+	Component cozyv1.Component
+	HR        *helmv2.HelmRelease
+	EA        *sourcev1.ExternalArtifact
+	Artifact  *meta.Artifact
+	Chart     *helm.Chart
+	// Values are the Package's inline values for the component.
+	Values map[string]any
+	// Findings say what makes its rendering privileged (see classify).
+	Findings []string
+}
+
+// Privileged says whether the component's namespace must allow privileged
+// pods: it declares so, or its rendering needs it.
+func (rel *release) Privileged() bool {
+	return rel.Component.Install.Privileged || len(rel.Findings) > 0
 }
 
 // desired computes the releases of the Package: every component with
@@ -97,7 +108,7 @@ func (r *Reconciler) build(pkg *cozyv1.Package, ps *cozyv1.PackageSource, v *coz
 		}
 	}
 	name := artifactName(ps.Name, v.Name, c.Name)
-	art, err := r.chartArtifact(t, v, c, name, values)
+	b, err := r.chartArtifact(t, v, c, name, values)
 	if err != nil {
 		return nil, err
 	}
@@ -107,9 +118,6 @@ func (r *Reconciler) build(pkg *cozyv1.Package, ps *cozyv1.PackageSource, v *coz
 		releaseName = c.Name
 	}
 	labels := map[string]string{PackageLabel: pkg.Name}
-	if c.Install.Privileged {
-		labels[PrivilegedLabel] = "true"
-	}
 	hr := &helmv2.HelmRelease{
 		TypeMeta: metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
 		ObjectMeta: metav1.ObjectMeta{
@@ -158,7 +166,7 @@ func (r *Reconciler) build(pkg *cozyv1.Package, ps *cozyv1.PackageSource, v *coz
 			APIVersion: cozyv1.GroupVersion.String(), Kind: "Package", Name: pkg.Name,
 		}},
 	}
-	return &release{Component: c, HR: hr, EA: ea, Artifact: art, Privileged: c.Install.Privileged}, nil
+	return &release{Component: c, HR: hr, EA: ea, Artifact: b.artifact, Chart: b.chart, Values: values}, nil
 }
 
 // artifactName is Cozystack's name for a component's chart artifact.

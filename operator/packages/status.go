@@ -34,6 +34,11 @@ const (
 	ReasonArtifactFailed        = "ArtifactFailed"
 	ReasonChartInvalid          = "ChartInvalid"
 	ReasonValuesRejected        = "ValuesRejected"
+
+	// Not Cozystack's: a catalog app that renders privileged waits for a
+	// confirmation, or is refused by the management side.
+	ReasonPrivilegedNotConfirmed = "PrivilegedNotConfirmed"
+	ReasonPrivilegedForbidden    = "PrivilegedForbidden"
 )
 
 // health is what the Package's HelmReleases say.

@@ -162,16 +162,16 @@ func resultsError(results []bootstrap.Result) error {
 }
 
 // writeStatus applies the status with server-side apply as the operator,
-// without AddonsReady: the addons controller owns that entry of the
-// conditions map, and a stale copy read from the cache must not overwrite
-// it.
+// without AddonsReady and CatalogReady: the addons and catalog controllers
+// own those entries of the conditions map, and a stale copy read from the
+// cache must not overwrite them.
 func (r *Reconciler) writeStatus(ctx context.Context, obj *tenantv1.TenantBundle) error {
 	patch := &tenantv1.TenantBundle{}
 	patch.APIVersion, patch.Kind = tenantv1.GroupVersion.String(), "TenantBundle"
 	patch.Name = obj.Name
 	patch.Status = *obj.Status.DeepCopy()
 	patch.Status.Conditions = slices.DeleteFunc(patch.Status.Conditions, func(c metav1.Condition) bool {
-		return c.Type == tenantv1.AddonsReadyCondition
+		return c.Type == tenantv1.AddonsReadyCondition || c.Type == tenantv1.CatalogReadyCondition
 	})
 	u, err := apply.StatusPatch(patch)
 	if err != nil {

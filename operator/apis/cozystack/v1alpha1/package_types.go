@@ -21,6 +21,28 @@ type PackageSpec struct {
 	IgnoreDependencies []string `json:"ignoreDependencies,omitempty"`
 	// +optional
 	Components map[string]PackageComponent `json:"components,omitempty"`
+	// ConfirmPrivileged confirms the privileges the operator found in this
+	// Package's rendered charts, by the fingerprint it reports in
+	// status.privileged. Not in Cozystack's schema: a tenant's catalog apps
+	// are classified by what they render, whatever install.privileged
+	// says, and a privileged one installs only once confirmed. A rendering
+	// with other findings has another fingerprint, so it needs a new
+	// confirmation.
+	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{16}$`
+	// +optional
+	ConfirmPrivileged string `json:"confirmPrivileged,omitempty"`
+}
+
+// PrivilegedStatus is what made a Package's rendering privileged.
+type PrivilegedStatus struct {
+	// Fingerprint identifies exactly these findings; spec.confirmPrivileged
+	// must equal it for a catalog app to install.
+	Fingerprint string `json:"fingerprint"`
+	// Findings name the component, object and field, one per line.
+	Findings []string `json:"findings"`
+	// Confirmed says whether spec.confirmPrivileged matches the fingerprint.
+	// +optional
+	Confirmed bool `json:"confirmed,omitempty"`
 }
 
 // DependencyStatus records whether a package this one depends on is Ready.
@@ -38,6 +60,10 @@ type PackageStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// +optional
 	Dependencies map[string]DependencyStatus `json:"dependencies,omitempty"`
+	// Privileged is set when the rendered charts are privileged (or a
+	// component declares install.privileged).
+	// +optional
+	Privileged *PrivilegedStatus `json:"privileged,omitempty"`
 }
 
 // Package installs a variant of a PackageSource.
@@ -46,6 +72,7 @@ type PackageStatus struct {
 // +kubebuilder:resource:scope=Cluster,shortName={pkg,pkgs}
 // +kubebuilder:printcolumn:name="Variant",type=string,JSONPath=`.spec.variant`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Privileged",type=string,JSONPath=`.status.privileged.fingerprint`,priority=1
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 type Package struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -24,6 +24,21 @@ const (
 	// not part of Ready: Ready says the cluster is bootstrapped (network
 	// and cloud), and one failing optional addon must not say otherwise.
 	AddonsReadyCondition = "AddonsReady"
+	// CatalogReadyCondition is True once the catalog PackageSources of
+	// spec.catalog.sources are registered. Like AddonsReady, not part of
+	// Ready.
+	CatalogReadyCondition = "CatalogReady"
+)
+
+// Labels on the PackageSources and Packages the operator writes.
+const (
+	// AddonLabel marks an addon's PackageSource and Package, with the
+	// addon's name. Addons are vouched for by the bundle and chosen through
+	// the TenantBundle; every other Package is a catalog app.
+	AddonLabel = "tenant.cozystack.io/addon"
+	// CatalogLabel marks a PackageSource registered from
+	// spec.catalog.sources.
+	CatalogLabel = "tenant.cozystack.io/catalog"
 )
 
 // Reasons. Stalled reasons mean the operator cannot fix the problem itself:
@@ -57,4 +72,6 @@ const (
 	ReasonAddonFailed        = "AddonFailed"
 	ReasonUnknownAddon       = "UnknownAddon"
 	ReasonDependencyDisabled = "DependencyDisabled"
+
+	ReasonCatalogConflict = "CatalogSourceConflict"
 )

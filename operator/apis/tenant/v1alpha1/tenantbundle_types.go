@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 )
 
 // TenantBundleSpec is what the management side knows about a tenant cluster
@@ -40,6 +42,10 @@ type TenantBundleSpec struct {
 	// Addons switches optional addons on or off and tunes their values.
 	// +optional
 	Addons map[string]AddonSpec `json:"addons,omitempty"`
+
+	// Catalog is the management side's say on the tenant's app catalog.
+	// +optional
+	Catalog CatalogSpec `json:"catalog,omitempty"`
 
 	// Components holds per-component value overrides, merged last over
 	// everything the operator computes, and never reverted by it.
@@ -154,6 +160,48 @@ type AddonSpec struct {
 	Enabled *bool `json:"enabled,omitempty"`
 	// +optional
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+}
+
+// PrivilegedAppsPolicy says what happens to a catalog app whose rendering
+// is privileged.
+// +kubebuilder:validation:Enum=RequireConfirmation;Forbidden
+type PrivilegedAppsPolicy string
+
+const (
+	// PrivilegedAppsRequireConfirmation installs a privileged catalog app
+	// once a tenant admin confirms its findings on the Package.
+	PrivilegedAppsRequireConfirmation PrivilegedAppsPolicy = "RequireConfirmation"
+	// PrivilegedAppsForbidden refuses privileged catalog apps, confirmed
+	// or not.
+	PrivilegedAppsForbidden PrivilegedAppsPolicy = "Forbidden"
+)
+
+// CatalogSpec registers catalog PackageSources and sets the policy for
+// privileged apps.
+type CatalogSpec struct {
+	// PrivilegedApps is RequireConfirmation (the default) or Forbidden.
+	// +kubebuilder:default=RequireConfirmation
+	// +optional
+	PrivilegedApps PrivilegedAppsPolicy `json:"privilegedApps,omitempty"`
+
+	// Sources become cluster-scoped PackageSources of the same names, the
+	// way Cozystack's platform chart writes its sources. A tenant admin may
+	// add PackageSources of their own beside them.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Sources []CatalogSource `json:"sources,omitempty"`
+}
+
+// CatalogSource is one catalog PackageSource.
+type CatalogSource struct {
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// SourceRef defaults to the packages artifact of spec.packages.
+	// +optional
+	SourceRef *cozyv1.PackageSourceRef `json:"sourceRef,omitempty"`
+	// +kubebuilder:validation:MinItems=1
+	Variants []cozyv1.Variant `json:"variants"`
 }
 
 // ComponentOverride holds the values a tenant admin or the management side

@@ -1,0 +1,111 @@
+package packages
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/cozystack/tenant-operator/internal/helm"
+	"github.com/cozystack/tenant-operator/internal/outcome"
+	"github.com/cozystack/tenant-operator/internal/privilege"
+	"github.com/cozystack/tenant-operator/internal/values"
+	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
+)
+
+// findingsCache keys findings by everything a rendering depends on, so a
+// reconcile that changes nothing renders nothing.
+type findingsCache struct {
+	mu    sync.Mutex
+	items map[string][]string
+}
+
+// classify renders each release with the values Flux will give it (chart
+// values, then the cluster layer, then the Package's own) and records what
+// makes it privileged, whatever install.privileged says: the package author
+// is not the one who decides.
+func (r *Reconciler) classify(pkg *cozyv1.Package, desired []*release, cluster map[string]any) error {
+	var all []string
+	for _, rel := range desired {
+		layer := map[string]any{}
+		if len(rel.HR.Spec.ValuesFrom) > 0 {
+			layer = cluster
+		}
+		vals := values.Merge(layer, rel.Values)
+		raw, err := json.Marshal(vals)
+		if err != nil {
+			return outcome.Terminal(ReasonValuesRejected, "spec.components.%s.values: %v", rel.Component.Name, err)
+		}
+		key := fmt.Sprintf("%s|%s|%s|%x", rel.Artifact.Digest, rel.HR.Namespace, rel.HR.Spec.ReleaseName, sha256.Sum256(raw))
+		found, ok := r.findings.get(key)
+		if !ok {
+			manifests, err := helm.Render(rel.Chart, vals, rel.HR.Spec.ReleaseName, rel.HR.Namespace)
+			if err != nil {
+				return outcome.Terminal(ReasonChartInvalid, "component %s: rendering: %v", rel.Component.Name, err)
+			}
+			if found, err = privilege.Classify(manifests); err != nil {
+				return outcome.Terminal(ReasonChartInvalid, "component %s: rendering: %v", rel.Component.Name, err)
+			}
+			r.findings.put(key, found)
+		}
+		rel.Findings = found
+		if rel.Component.Install.Privileged {
+			all = append(all, "component "+rel.Component.Name+": install.privileged is set")
+		}
+		for _, f := range found {
+			all = append(all, "component "+rel.Component.Name+": "+f)
+		}
+		if rel.Privileged() {
+			rel.HR.Labels[PrivilegedLabel] = "true"
+		}
+	}
+	pkg.Status.Privileged = nil
+	if len(all) > 0 {
+		fp := privilege.Fingerprint(all)
+		pkg.Status.Privileged = &cozyv1.PrivilegedStatus{Fingerprint: fp, Findings: all, Confirmed: pkg.Spec.ConfirmPrivileged == fp}
+	}
+	return nil
+}
+
+// gate holds a privileged catalog app until a tenant admin confirms exactly
+// what it renders, or refuses it when the management side forbids
+// privileged apps. Both are Stalled: only a spec change (a confirmation, a
+// different app or values, the policy) moves it. Nothing already installed
+// is touched, so a confirmed release keeps running while an upgrade that
+// adds privileges waits. Addons are vouched for by the bundle.
+func gate(pkg *cozyv1.Package, policy tenantv1.PrivilegedAppsPolicy) error {
+	p := pkg.Status.Privileged
+	if p == nil || pkg.Labels[tenantv1.AddonLabel] != "" {
+		return nil
+	}
+	what := strings.Join(p.Findings, "; ")
+	if policy == tenantv1.PrivilegedAppsForbidden {
+		return outcome.Terminal(ReasonPrivilegedForbidden,
+			"privileged catalog apps are forbidden in this tenant by the management side (TenantBundle spec.catalog.privilegedApps: Forbidden); it renders: %s", what)
+	}
+	if !p.Confirmed {
+		return outcome.Terminal(ReasonPrivilegedNotConfirmed,
+			"waiting for confirmation of its privileges: %s; confirm with `kubectl tenant catalog confirm %s` (spec.confirmPrivileged: %s)", what, pkg.Name, p.Fingerprint)
+	}
+	return nil
+}
+
+func (c *findingsCache) get(key string) ([]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.items[key]
+	return f, ok
+}
+
+func (c *findingsCache) put(key string, f []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Values churn would grow it without bound; the entries are cheap to
+	// recompute.
+	if c.items == nil || len(c.items) > 512 {
+		c.items = map[string][]string{}
+	}
+	c.items[key] = f
+}

@@ -1,0 +1,86 @@
+package packages
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cozystack/tenant-operator/internal/outcome"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
+)
+
+// tenantFacts is what Packages take from the TenantBundle: the management
+// side's policy for privileged catalog apps, and the cluster values that
+// Cozystack layers between a chart's values and a Package's own.
+type tenantFacts struct {
+	policy  tenantv1.PrivilegedAppsPolicy
+	cluster map[string]any // {"_cluster": {...}}
+}
+
+// tenant reads the facts from the TenantBundles (one per cluster; with
+// several, the strictest policy wins and the first by name gives the
+// cluster values).
+func (r *Reconciler) tenant(ctx context.Context) (tenantFacts, error) {
+	var list tenantv1.TenantBundleList
+	if err := r.List(ctx, &list); err != nil {
+		return tenantFacts{}, outcome.Retry(ReasonInternalError, err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	f := tenantFacts{policy: tenantv1.PrivilegedAppsRequireConfirmation, cluster: map[string]any{"_cluster": map[string]any{}}}
+	for i, tb := range list.Items {
+		if tb.Spec.Catalog.PrivilegedApps == tenantv1.PrivilegedAppsForbidden {
+			f.policy = tenantv1.PrivilegedAppsForbidden
+		}
+		if i > 0 {
+			continue
+		}
+		c := tb.Spec.Cluster
+		f.cluster["_cluster"] = map[string]any{
+			"bundle-name":         tb.Spec.Bundle,
+			"cluster-domain":      c.ClusterDomain,
+			"api-server-endpoint": "https://" + c.APIEndpoint,
+			"pod-cidr":            c.PodCIDR,
+			"service-cidr":        c.ServiceCIDR,
+		}
+	}
+	return f, nil
+}
+
+// ensureValues writes the cozystack-values Secret that the releases read
+// through valuesFrom into each of their namespaces, as Cozystack's values
+// replicator does on the platform. Flux watches it (the label), so a
+// changed cluster fact re-reconciles the releases.
+func (r *Reconciler) ensureValues(ctx context.Context, desired []*release, cluster map[string]any) error {
+	data, err := yaml.Marshal(cluster)
+	if err != nil {
+		return outcome.Retry(ReasonInternalError, err)
+	}
+	seen := map[string]bool{}
+	var objs []client.Object
+	for _, rel := range desired {
+		ns := rel.HR.Namespace
+		if len(rel.HR.Spec.ValuesFrom) == 0 || seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		objs = append(objs, &corev1.Secret{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Name: ValuesSecret, Namespace: ns,
+				Labels: map[string]string{"reconcile.fluxcd.io/watch": "Enabled"}},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{"values.yaml": data},
+		})
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	if _, err := r.Apply.ApplyObjects(ctx, objs...); err != nil {
+		return outcome.Retry(ReasonInternalError, fmt.Errorf("%s: %w", ValuesSecret, err))
+	}
+	return nil
+}
