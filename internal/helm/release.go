@@ -16,11 +16,13 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 )
@@ -61,6 +63,7 @@ type Client struct {
 	mapper    meta.RESTMapper
 
 	metadata metadata.Interface
+	core     corev1client.CoreV1Interface
 
 	mu      sync.Mutex
 	actions map[string]*action.Configuration
@@ -81,7 +84,11 @@ func New(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{config: cfg, discovery: dc, mapper: mapper, metadata: md,
+	core, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{config: cfg, discovery: dc, mapper: mapper, metadata: md, core: core,
 		actions: map[string]*action.Configuration{}, decoded: map[string]*Release{}}, nil
 }
 
@@ -167,6 +174,17 @@ func toRelease(r *release.Release, deployed bool) *Release {
 	return out
 }
 
+// skipOpenAPIValidation turns off Helm's "OpenAPI validation" because, against
+// any API server that supports server-side field validation (all since
+// 1.27), it validates nothing: kubectl's validator downloads and parses the
+// OpenAPI v3 document of each object's group-version on every manifest
+// build only to learn that the server could validate, and then skips the
+// client-side check, while Helm never sends the fieldValidation parameter
+// to the server. What it does cost is the parse (megabytes of JSON for
+// core/v1, per install and upgrade), the raw documents kept in the
+// discovery cache, and a failure mode when /openapi/v3 is slow.
+const skipOpenAPIValidation = true
+
 // Request is what an install or upgrade needs.
 type Request struct {
 	Namespace, Name string
@@ -185,15 +203,32 @@ func (c *Client) Install(ctx context.Context, req Request) (*Release, error) {
 	}
 	in := action.NewInstall(cfg)
 	in.ReleaseName, in.Namespace = req.Name, req.Namespace
-	in.CreateNamespace = true
+	if err := c.ensureNamespace(ctx, req.Namespace); err != nil {
+		return nil, err
+	}
 	in.Replace = true
 	in.Labels = map[string]string{DigestLabel: req.Digest}
+	in.DisableOpenAPIValidation = skipOpenAPIValidation
 	ch, err := req.Chart.Load()
 	if err != nil {
 		return nil, err
 	}
 	rel, err := in.RunWithContext(ctx, ch, req.Values)
 	return result(rel, err)
+}
+
+// ensureNamespace creates the release namespace as Helm's CreateNamespace
+// does (labelled name=<namespace>, an existing one left alone), but not
+// through Helm, which validates that one Namespace with kubectl's validator:
+// a parse of the whole core/v1 OpenAPI document on every install, the
+// largest CPU cost of an install here (see skipOpenAPIValidation).
+func (c *Client) ensureNamespace(ctx context.Context, ns string) error {
+	_, err := c.core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: ns, Labels: map[string]string{"name": ns}}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
+	return nil
 }
 
 // Upgrade moves a release with a deployed revision to the requested state.
@@ -207,6 +242,7 @@ func (c *Client) Upgrade(ctx context.Context, req Request) (*Release, error) {
 	up.MaxHistory = MaxHistory
 	up.ResetValues = true
 	up.Labels = map[string]string{DigestLabel: req.Digest}
+	up.DisableOpenAPIValidation = skipOpenAPIValidation
 	ch, err := req.Chart.Load()
 	if err != nil {
 		return nil, err
