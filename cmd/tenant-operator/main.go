@@ -42,6 +42,7 @@ import (
 
 type options struct {
 	metricsAddr, probeAddr           string
+	pprofAddr                        string
 	leaderElect                      bool
 	leaderNamespace, leaderIdentity  string
 	lease, renewDeadline, retryEvery time.Duration
@@ -56,6 +57,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	// would collide with the old one on any fixed port.
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "metrics address (e.g. 127.0.0.1:8080); 0 disables")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", "0", "health probe address; 0 disables")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "net/http/pprof address for profiling (e.g. 127.0.0.1:6060); 0 disables")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "use a Lease so that only one instance acts")
 	fs.StringVar(&o.leaderNamespace, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease")
 	// The pod name as identity lets a restarted container of the same pod
@@ -118,6 +120,7 @@ func run(ctx context.Context, opts options) error {
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:        opts.probeAddr,
+		PprofBindAddress:              opts.pprofAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaseDuration:                 &opts.lease,
 		RenewDeadline:                 &opts.renewDeadline,
@@ -204,8 +207,8 @@ func run(ctx context.Context, opts options) error {
 }
 
 // installCRDs applies our CRDs and waits until they are established, so the
-// controllers that follow can watch them, and applies the Flux CRDs without
-// waiting (see addons.Starter), returning them. It runs on every start, so
+// controllers that follow can watch them, and returns the Flux CRDs, which
+// addons.Starter applies once the manager runs. It runs on every start, so
 // the CRDs always match the binary.
 func installCRDs(ctx context.Context, applier *apply.Engine, timeout time.Duration) ([]*unstructured.Unstructured, error) {
 	objs, err := apply.ReadManifests(manifests.CRDs, "crds/*.yaml")
@@ -219,9 +222,6 @@ func installCRDs(ctx context.Context, applier *apply.Engine, timeout time.Durati
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if _, err := applier.ApplyStaged(ctx, objs, timeout); err != nil {
-		return nil, err
-	}
-	if _, err := applier.Correct(ctx, fluxCRDs); err != nil {
 		return nil, err
 	}
 	return fluxCRDs, nil

@@ -6,6 +6,9 @@ package outcome
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
 
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -50,4 +53,17 @@ func Classify(err error) (reason string, isTerminal bool) {
 		return r.reason, false
 	}
 	return "ReconciliationFailed", false
+}
+
+// MaxRetryDelay caps the backoff of retrying errors. controller-runtime's
+// default grows to 1000 s, so a registry that was down for a minute would
+// leave a bootstrapping cluster waiting up to another minute after it came
+// back; a tenant has nothing else to do meanwhile, and one retry per 10 s
+// per failing object costs the registry or API server nothing.
+const MaxRetryDelay = 10 * time.Second
+
+// RateLimiter is the workqueue rate limiter of every tenant-side controller:
+// per-object exponential backoff from 5 ms up to MaxRetryDelay.
+func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxRetryDelay)
 }

@@ -11,12 +11,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cozystack/tenant-operator/internal/flux"
+	"github.com/cozystack/tenant-operator/internal/outcome"
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
@@ -29,6 +31,7 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("addons").
+		WithOptions(controller.Options{RateLimiter: outcome.RateLimiter()}).
 		For(&tenantv1.TenantBundle{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, inputsChanged()))).
 		Watches(&cozyv1.Package{}, r.addonPackageHandler(), builder.WithPredicates(addonLabelled())).

@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/cozystack/tenant-operator/internal/apply"
@@ -48,6 +49,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("catalog").
+		WithOptions(controller.Options{RateLimiter: outcome.RateLimiter()}).
 		For(&tenantv1.TenantBundle{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&cozyv1.PackageSource{}).
 		Complete(r)

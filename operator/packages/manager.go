@@ -12,11 +12,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/cozystack/tenant-operator/internal/outcome"
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
@@ -27,6 +29,7 @@ import (
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("package").
+		WithOptions(controller.Options{RateLimiter: outcome.RateLimiter()}).
 		For(&cozyv1.Package{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&helmv2.HelmRelease{}, builder.WithPredicates(readyChanged())).
 		// A dependency turning Ready (or not) wakes its dependents.

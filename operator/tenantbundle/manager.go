@@ -10,11 +10,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/cozystack/tenant-operator/internal/outcome"
 	"github.com/cozystack/tenant-operator/internal/readiness"
 	"github.com/cozystack/tenant-operator/operator/addons"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
@@ -33,7 +35,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&tenantv1.TenantBundle{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, addonsRefusalChanged()))).
-		Named("tenantbundle")
+		Named("tenantbundle").
+		WithOptions(controller.Options{RateLimiter: outcome.RateLimiter()})
 	for _, obj := range readiness.WorkloadTypes() {
 		b = b.Watches(obj, r.workloadHandler())
 	}

@@ -1,0 +1,52 @@
+package outcome
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		err          error
+		wantReason   string
+		wantTerminal bool
+	}{
+		{"terminal", Terminal("ValuesRejected", "spec.x: %s", "bad"), "ValuesRejected", true},
+		{"retrying", Retry("ArtifactFailed", errors.New("registry down")), "ArtifactFailed", false},
+		{"wrapped retrying", errors.Join(errors.New("other"), Retry("InstallFailed", errors.New("x"))), "InstallFailed", false},
+		{"unclassified", errors.New("boom"), "ReconciliationFailed", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reason, terminal := Classify(tc.err)
+			if reason != tc.wantReason || terminal != tc.wantTerminal {
+				t.Errorf("Classify() = %q, %t; want %q, %t", reason, terminal, tc.wantReason, tc.wantTerminal)
+			}
+		})
+	}
+}
+
+// A retrying object is tried again at most MaxRetryDelay after each failure,
+// however long it has been failing, and at once after a success.
+func TestRateLimiterCapsBackoff(t *testing.T) {
+	rl := RateLimiter()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "tenant"}}
+	var last time.Duration
+	for range 40 {
+		last = rl.When(req)
+		if last > MaxRetryDelay {
+			t.Fatalf("backoff %s exceeds %s", last, MaxRetryDelay)
+		}
+	}
+	if last != MaxRetryDelay {
+		t.Errorf("after 40 failures the backoff is %s, want the cap %s", last, MaxRetryDelay)
+	}
+	rl.Forget(req)
+	if d := rl.When(req); d != 5*time.Millisecond {
+		t.Errorf("after Forget the backoff is %s, want 5ms", d)
+	}
+}
