@@ -24,7 +24,9 @@ import (
 
 // pushChart packages testdata/<name> with the Helm SDK and pushes it to the
 // world's registry as an OCI Helm chart; it returns the oci:// repository.
-func pushChart(name string) (repo, version string) {
+func pushChart(name string) (repo, version string) { return pushChartTo(w.RegistryHost, name) }
+
+func pushChartTo(registryHost, name string) (repo, version string) {
 	ch, err := loader.LoadDir("testdata/" + name)
 	Expect(err).NotTo(HaveOccurred())
 	path, err := chartutil.Save(ch, GinkgoT().TempDir())
@@ -34,7 +36,7 @@ func pushChart(name string) (repo, version string) {
 
 	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptWriter(GinkgoWriter))
 	Expect(err).NotTo(HaveOccurred())
-	repo = fmt.Sprintf("%s/charts/%s", w.RegistryHost, name)
+	repo = fmt.Sprintf("%s/charts/%s", registryHost, name)
 	_, err = rc.Push(data, repo+":"+ch.Metadata.Version)
 	Expect(err).NotTo(HaveOccurred())
 	return "oci://" + repo, ch.Metadata.Version

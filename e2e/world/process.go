@@ -23,6 +23,8 @@ type process struct {
 	logPath string
 	cmd     *exec.Cmd
 	done    chan struct{}
+	// spec is what started it, so an outage can be ended by starting it again.
+	spec processSpec
 
 	mu    sync.Mutex
 	state *os.ProcessState
@@ -54,7 +56,7 @@ func startProcess(spec processSpec) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.name, err)
 	}
-	p := &process{name: spec.name, logPath: spec.logPath, cmd: cmd, done: make(chan struct{})}
+	p := &process{name: spec.name, logPath: spec.logPath, cmd: cmd, done: make(chan struct{}), spec: spec}
 	go func() {
 		_ = cmd.Wait()
 		p.mu.Lock()
