@@ -69,5 +69,10 @@ help:
 ##@ Benchmarks
 
 .PHONY: bench
-bench: world-bins build ## Measure bootstrap, the critical-path limit, the Flux-only chain and the idle footprint; writes BENCHMARKS.md.
+bench: world-bins build ## Measure bootstrap vs the critical-path limit vs the Flux-only chain (3, 1, 10, 50 nodes), idle footprint, toggle latency and fault trials; writes BENCHMARKS.md.
 	$(GO) run ./bench $(BENCH_ARGS)
+
+.PHONY: bench-ci
+bench-ci: world-bins build ## The reduced bench CI runs: one run, one size, a few fault trials; fails only when a trial does not converge cleanly.
+	$(GO) run ./bench -runs 1 -sizes "" -idle 30s -toggles 5 -kill-trials 2 -fault-trials 1 -strict -out $(BIN)/BENCHMARKS-ci.md
+	cat $(BIN)/BENCHMARKS-ci.md

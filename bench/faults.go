@@ -2,50 +2,112 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cozystack/tenant-operator/e2e/framework"
+	"github.com/cozystack/tenant-operator/e2e/world"
 )
 
-// killTrial is one bootstrap during which the operator was killed with
-// SIGKILL at a random moment and restarted, as the kubelet would.
-type killTrial struct {
-	killAfter   time.Duration // from TenantBundle creation
-	beforeReady bool          // the kill landed before the TenantBundle was Ready
+// fault is one kind of trouble injected into a bootstrap. It starts either
+// just before the TenantBundle is created (the source is gone from the
+// beginning) or at a moment drawn uniformly from [0, the median bootstrap)
+// after it, so it hits the pull, either install or the waits between them.
+type fault struct {
+	name      string
+	atRandom  bool
+	hold      time.Duration // how long the fault lasts; 0 ends it at once
+	start     func(ctx context.Context, t *framework.Tenant) error
+	end       func(ctx context.Context, t *framework.Tenant) error
+	converges string // what "converged" is measured from, for the report
+}
+
+// faultKinds are the trials of issue [7]: the operator killed, the API server
+// restarted, the registry unavailable for a minute, a node deleted and
+// re-added. The operator is restarted whenever it exits, as the kubelet would.
+var faultKinds = map[string]fault{
+	"kill": {name: "operator SIGKILL (process group), restarted at once", atRandom: true,
+		start: func(_ context.Context, t *framework.Tenant) error { return t.Operator.Procs[0].Kill() },
+		end:   func(context.Context, *framework.Tenant) error { return nil }, converges: "the kill"},
+	"apiserver": {name: "kube-apiserver SIGKILL, started again 20 s later", atRandom: true, hold: 20 * time.Second,
+		start:     func(_ context.Context, t *framework.Tenant) error { return t.World.Outage(world.KubeAPIServer) },
+		end:       func(ctx context.Context, t *framework.Tenant) error { return t.World.Resume(ctx, world.KubeAPIServer) },
+		converges: "API server /readyz again"},
+	"controlplane": {name: "control plane (kube-apiserver, kcm, scheduler: one Kamaji pod) SIGKILLed, started again 20 s later",
+		atRandom: true, hold: 20 * time.Second,
+		start: func(_ context.Context, t *framework.Tenant) error {
+			return errors.Join(t.World.Outage(world.KubeAPIServer), t.World.Outage(world.KubeControllerManager),
+				t.World.Outage(world.KubeScheduler))
+		},
+		end: func(ctx context.Context, t *framework.Tenant) error {
+			return errors.Join(t.World.Resume(ctx, world.KubeAPIServer), t.World.Resume(ctx, world.KubeControllerManager),
+				t.World.Resume(ctx, world.KubeScheduler))
+		},
+		converges: "API server /readyz again"},
+	"registry": {name: "registry down from before the TenantBundle for 60 s", hold: time.Minute,
+		start:     func(_ context.Context, t *framework.Tenant) error { return t.World.Outage(world.Registry) },
+		end:       func(ctx context.Context, t *framework.Tenant) error { return t.World.Resume(ctx, world.Registry) },
+		converges: "registry serving again"},
+	"node": {name: "node-1 deleted, registered again 5 s later", atRandom: true, hold: 5 * time.Second,
+		start: func(ctx context.Context, t *framework.Tenant) error {
+			return t.World.Clientset.CoreV1().Nodes().Delete(ctx, "node-1", metav1.DeleteOptions{})
+		},
+		end: func(ctx context.Context, t *framework.Tenant) error {
+			return t.World.AddNode(ctx, world.NodeSpec{Name: "node-1"})
+		},
+		converges: "node registered again"},
+}
+
+// faultOrder is the order of the fault kinds in the report.
+var faultOrder = []string{"kill", "apiserver", "controlplane", "registry", "node"}
+
+// faultTrial is one bootstrap with one fault injected.
+type faultTrial struct {
+	kind        string
+	at          time.Duration // fault start, from TenantBundle creation
+	beforeReady bool          // the fault started before the TenantBundle was Ready
 	converged   bool
-	toConverge  time.Duration // from the kill to Ready
+	toConverge  time.Duration // from the end of the fault to Ready
+	exits       int           // operator exits (an injected kill included), each followed by a restart
 	badReleases int           // revisions left pending-* or failed at the end
 	recreated   int           // bootstrap workloads whose UID changed: uninstalled and installed again
 }
 
-// measureKillTrials runs n trials, each in a fresh world: the kill lands
-// uniformly in [0, window), window being the operator's median bootstrap, so
-// it hits the pull, either install or the waits between them.
-func measureKillTrials(ctx context.Context, bin string, nodes, n int, window time.Duration) ([]killTrial, error) {
-	var out []killTrial
+// measureFaults runs n trials of kind, each in a fresh world.
+func measureFaults(ctx context.Context, bin string, o options, kind string, n int, window time.Duration) ([]faultTrial, error) {
+	f := faultKinds[kind]
+	var out []faultTrial
 	for i := range n {
-		tr, err := killTrialRun(ctx, bin, nodes, time.Duration(rand.Int64N(int64(window))))
-		if err != nil {
-			return nil, fmt.Errorf("trial %d: %w", i+1, err)
+		var at time.Duration
+		if f.atRandom {
+			at = time.Duration(rand.Int64N(int64(window)))
 		}
-		fmt.Printf("  kill trial %d/%d: killed after %s (before Ready: %t), converged=%t in %s, bad releases %d, recreated %d\n",
-			i+1, n, tr.killAfter.Round(time.Millisecond), tr.beforeReady, tr.converged, tr.toConverge.Round(time.Millisecond), tr.badReleases, tr.recreated)
+		tr, err := faultTrialRun(ctx, bin, o, kind, at)
+		if err != nil {
+			return nil, fmt.Errorf("%s trial %d: %w", kind, i+1, err)
+		}
+		fmt.Printf("  %s trial %d/%d: at %s (before Ready: %t), converged=%t in %s, operator exits %d, bad releases %d, recreated %d\n",
+			kind, i+1, n, tr.at.Round(time.Millisecond), tr.beforeReady, tr.converged, tr.toConverge.Round(time.Millisecond),
+			tr.exits, tr.badReleases, tr.recreated)
 		out = append(out, tr)
 	}
 	return out, nil
 }
 
-func killTrialRun(ctx context.Context, bin string, nodes int, killAfter time.Duration) (killTrial, error) {
-	tr := killTrial{killAfter: killAfter}
-	w, err := newWorld(ctx, "bench-kill", nodes, nil)
+func faultTrialRun(ctx context.Context, bin string, o options, kind string, at time.Duration) (tr faultTrial, err error) {
+	f := faultKinds[kind]
+	tr = faultTrial{kind: kind, at: at, beforeReady: true}
+	w, err := newWorld(ctx, "bench-"+kind, o.nodes, nil)
 	if err != nil {
 		return tr, err
 	}
-	defer w.Stop(false)
+	// The logs of a trial that did not converge go to _artifacts.
+	defer func() { _ = w.Stop(o.keepLogs || !tr.converged) }()
 	url, _, err := framework.PushPackages(ctx, w)
 	if err != nil {
 		return tr, err
@@ -54,51 +116,78 @@ func killTrialRun(ctx context.Context, bin string, nodes int, killAfter time.Dur
 	if err != nil {
 		return tr, err
 	}
+	exits := supervise(ctx, t.Operator.Procs[0])
+	defer exits.stop()
+	if !f.atRandom {
+		if err := f.start(ctx, t); err != nil {
+			return tr, err
+		}
+	}
 	if err := t.ApplyBundle(ctx, framework.Bundle(w, url)); err != nil {
 		return tr, err
 	}
-	// The random moment is the experiment, not a wait for anything.
-	select {
-	case <-ctx.Done():
-		return tr, ctx.Err()
-	case <-time.After(killAfter):
+	var uids map[string]string
+	if f.atRandom {
+		// The random moment is the experiment, not a wait for anything.
+		if err := pause(ctx, at); err != nil {
+			return tr, err
+		}
+		if uids, err = framework.WorkloadUIDs(ctx, t.Client); err != nil {
+			return tr, err
+		}
+		if b, err := t.Bundle(ctx, "tenant"); err == nil {
+			tr.beforeReady = !conditions.IsReady(b)
+		}
+		if err := f.start(ctx, t); err != nil {
+			return tr, err
+		}
 	}
-	uids, err := framework.WorkloadUIDs(ctx, t.Client)
-	if err != nil {
+	// So is the fault's duration.
+	if err := pause(ctx, f.hold); err != nil {
 		return tr, err
 	}
-	if b, err := t.Bundle(ctx, "tenant"); err == nil {
-		tr.beforeReady = !conditions.IsReady(b)
-	}
-	proc := t.Operator.Procs[0]
-	if err := proc.Kill(); err != nil {
+	if err := f.end(ctx, t); err != nil {
 		return tr, err
 	}
-	killed := time.Now()
-	if err := proc.Restart(ctx); err != nil {
-		return tr, err
-	}
+	ended := time.Now()
 	if err := waitBundleReady(ctx, t); err != nil {
 		return tr, nil // not converged within the bound: reported as such
 	}
-	tr.converged, tr.toConverge = true, time.Since(killed)
+	tr.converged, tr.toConverge = true, time.Since(ended)
+	tr.exits = exits.count()
+	tr.badReleases, tr.recreated, err = damage(ctx, t, uids)
+	return tr, err
+}
+
+// damage counts Helm revisions not deployed/superseded and workloads whose
+// UID changed since before.
+func damage(ctx context.Context, t *framework.Tenant, before map[string]string) (bad, recreated int, err error) {
 	hist, err := framework.ReleaseHistory(ctx, t.Client)
 	if err != nil {
-		return tr, err
+		return 0, 0, err
 	}
 	for _, r := range hist {
 		if r.Status != "deployed" && r.Status != "superseded" {
-			tr.badReleases++
+			bad++
 		}
 	}
 	after, err := framework.WorkloadUIDs(ctx, t.Client)
 	if err != nil {
-		return tr, err
+		return 0, 0, err
 	}
 	for key, uid := range after {
-		if before, ok := uids[key]; ok && before != uid {
-			tr.recreated++
+		if b, ok := before[key]; ok && b != uid {
+			recreated++
 		}
 	}
-	return tr, nil
+	return bad, recreated, nil
+}
+
+func pause(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }

@@ -24,7 +24,7 @@ import (
 // fluxResult is the Flux-only chain's time and helm-controller's footprint.
 type fluxResult struct {
 	ready        time.Duration
-	helmRSS      float64
+	helmRSS      memory
 	helmReleases int
 }
 

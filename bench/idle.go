@@ -22,7 +22,7 @@ type idleResult struct {
 	// other counts requests on anything but the leader-election Lease.
 	other  int
 	byVerb map[string]int
-	rssMiB float64
+	mem    memory
 	// settle counts the same for the settle period before the window.
 	settle *idleResult
 	// toggle holds, per round, addon enabled → its HelmRelease created.
@@ -40,7 +40,8 @@ rules:
 // measureIdle bootstraps a tenant with the API server's audit log on, waits
 // for Ready, then counts the operator's requests over the window from the
 // audit log (filtered by its ServiceAccount) and reads its RSS at the end.
-func measureIdle(ctx context.Context, bin string, nodes int, window time.Duration) (idleResult, error) {
+func measureIdle(ctx context.Context, bin string, o options) (idleResult, error) {
+	nodes, window := o.nodes, o.idle
 	dir, err := os.MkdirTemp("", "bench-audit-")
 	if err != nil {
 		return idleResult{}, err
@@ -61,7 +62,15 @@ func measureIdle(ctx context.Context, bin string, nodes int, window time.Duratio
 	if err != nil {
 		return idleResult{}, err
 	}
-	t, err := framework.StartTenant(ctx, w, bin, framework.SeedConfig(w))
+	cfg := framework.SeedConfig(w)
+	pprofAddr := ""
+	if o.heapProfile != "" {
+		if pprofAddr, err = freeAddr(); err != nil {
+			return idleResult{}, err
+		}
+		cfg.ExtraArgs = append(cfg.ExtraArgs, "--pprof-bind-address="+pprofAddr)
+	}
+	t, err := framework.StartTenant(ctx, w, bin, cfg)
 	if err != nil {
 		return idleResult{}, err
 	}
@@ -91,8 +100,14 @@ func measureIdle(ctx context.Context, bin string, nodes int, window time.Duratio
 	from := ready.Add(settle)
 	res := idleResult{window: to.Sub(from), byVerb: map[string]int{}}
 	res.settle = &idleResult{window: settle, byVerb: map[string]int{}}
-	if res.rssMiB, err = rss(t.Operator.Procs[0].PID()); err != nil {
+	if res.mem, err = rss(t.Operator.Procs[0].PID()); err != nil {
 		return idleResult{}, err
+	}
+	if o.heapProfile != "" {
+		// After a forced GC, so it shows what is live at idle.
+		if err := saveProfile(ctx, pprofAddr, "heap?gc=1", o.heapProfile); err != nil {
+			return idleResult{}, err
+		}
 	}
 	user := fmt.Sprintf("system:serviceaccount:%s:%s", seed.DefaultNamespace, seed.Name)
 	if err := countRequests(log, user, ready, from, res.settle); err != nil {
@@ -101,13 +116,10 @@ func measureIdle(ctx context.Context, bin string, nodes int, window time.Duratio
 	if err := countRequests(log, user, from, to, &res); err != nil {
 		return idleResult{}, err
 	}
-	fmt.Printf("  toggling %s %d times\n", toggleAddon, toggles)
-	res.toggle, err = measureToggle(ctx, t, toggles)
+	fmt.Printf("  toggling %s %d times\n", toggleAddon, o.toggles)
+	res.toggle, err = measureToggle(ctx, t, o.toggles)
 	return res, err
 }
-
-// toggles is how many enable/disable rounds the toggle latency is taken over.
-const toggles = 20
 
 // settle is how long after Ready the cluster gets to finish rolling out
 // (kube-controller-manager's last status updates) before the idle window

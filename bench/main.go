@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,18 +21,29 @@ import (
 )
 
 type options struct {
-	runs, kills int
-	idle        time.Duration
-	out         string
-	nodes       int
+	runs, kills, faults, toggles int
+	idle                         time.Duration
+	out                          string
+	nodes                        int
+	sizes, faultKinds            string
+	strict, keepLogs             bool
+	heapProfile, cpuProfile      string
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.runs, "runs", 3, "runs of each measurement; the median is reported")
-	flag.DurationVar(&o.idle, "idle", 3*time.Minute, "idle window after Ready for the API-traffic and RSS measurement")
+	flag.DurationVar(&o.idle, "idle", 3*time.Minute, "idle window after Ready for the API-traffic and RSS measurement (0 skips it and the toggle latency)")
 	flag.IntVar(&o.nodes, "nodes", 3, "fake nodes per world")
 	flag.IntVar(&o.kills, "kill-trials", 10, "bootstraps during which the operator is killed with SIGKILL at a random moment")
+	flag.IntVar(&o.faults, "fault-trials", 3, "bootstraps per fault kind: API server restarted, registry down for a minute, a node deleted and re-added")
+	flag.IntVar(&o.toggles, "toggles", 20, "addon enable/disable rounds for the toggle latency")
+	flag.StringVar(&o.sizes, "sizes", "1,10,50", "comma-separated node counts at which bootstrap, limit and Flux chain are measured once more (empty: none)")
+	flag.BoolVar(&o.strict, "strict", false, "exit non-zero when a fault trial does not converge or leaves a pending/failed revision or a recreated workload (timings are never judged)")
+	flag.StringVar(&o.heapProfile, "heap-profile", "", "write the operator's heap profile at the end of the idle window to this file (go tool pprof)")
+	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "profile the operator during one extra, untimed bootstrap and write the CPU profile to this file (go tool pprof)")
+	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep every fault trial's logs in _artifacts (those that did not converge are always kept)")
+	flag.StringVar(&o.faultKinds, "faults", strings.Join(faultOrder, ","), "fault kinds to run trials of")
 	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "where to write the report")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -50,40 +63,103 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	r := &report{started: time.Now(), runs: o.runs, nodes: o.nodes, idleWindow: o.idle}
+	sizes, err := parseSizes(o.sizes)
+	if err != nil {
+		return err
+	}
+	if o.runs < 1 {
+		return fmt.Errorf("-runs must be at least 1: the fault trials and every ratio start from it")
+	}
+	r := &report{started: time.Now(), runs: o.runs, nodes: o.nodes, idleWindow: o.idle, faults: map[string][]faultTrial{}}
+	if o.cpuProfile != "" {
+		// A bootstrap of its own: profiling costs CPU, so it is not timed.
+		fmt.Println("profiling one bootstrap")
+		if _, err := measureOperator(ctx, operator, o.nodes, o.cpuProfile); err != nil {
+			return fmt.Errorf("profiled bootstrap: %w", err)
+		}
+	}
 	for i := range o.runs {
 		fmt.Printf("run %d/%d\n", i+1, o.runs)
-		op, err := measureOperator(ctx, operator, o.nodes)
+		s, err := measureSpeed(ctx, operator, o.nodes)
 		if err != nil {
-			return fmt.Errorf("operator bootstrap: %w", err)
+			return err
 		}
-		lim, err := measureCriticalPath(ctx, o.nodes)
-		if err != nil {
-			return fmt.Errorf("critical path: %w", err)
-		}
-		fl, err := measureFluxChain(ctx, o.nodes)
-		if err != nil {
-			return fmt.Errorf("flux chain: %w", err)
-		}
-		fmt.Printf("  operator %.2fs (from start %.2fs), limit %.2fs %v, flux %.2fs\n",
-			op.applyToReady.Seconds(), op.startToReady.Seconds(), lim.total.Seconds(), lim.steps, fl.ready.Seconds())
-		r.operator = append(r.operator, op)
-		r.limit = append(r.limit, lim)
-		r.flux = append(r.flux, fl)
+		r.speed = append(r.speed, s)
 	}
-	idle, err := measureIdle(ctx, operator, o.nodes, o.idle)
-	if err != nil {
-		return fmt.Errorf("idle: %w", err)
+	for _, n := range sizes {
+		fmt.Printf("size: %d nodes\n", n)
+		s, err := measureSpeed(ctx, operator, n)
+		if err != nil {
+			return fmt.Errorf("%d nodes: %w", n, err)
+		}
+		r.sizes = append(r.sizes, s)
 	}
-	r.idle = idle
-	// Kills land in [0, the median bootstrap): the pull, both installs and
-	// the waits between them.
+	if o.idle > 0 {
+		if r.idle, err = measureIdle(ctx, operator, o); err != nil {
+			return fmt.Errorf("idle: %w", err)
+		}
+	}
 	var ops []time.Duration
-	for _, op := range r.operator {
-		ops = append(ops, op.applyToReady)
+	for _, s := range r.speed {
+		ops = append(ops, s.operator.applyToReady)
 	}
-	if r.kills, err = measureKillTrials(ctx, operator, o.nodes, o.kills, median(ops)); err != nil {
-		return fmt.Errorf("kill trials: %w", err)
+	for _, kind := range strings.Split(o.faultKinds, ",") {
+		if _, ok := faultKinds[kind]; !ok {
+			return fmt.Errorf("-faults: unknown fault %q", kind)
+		}
+		n := o.faults
+		if kind == "kill" {
+			n = o.kills
+		}
+		if r.faults[kind], err = measureFaults(ctx, operator, o, kind, n, median(ops)); err != nil {
+			return err
+		}
 	}
-	return os.WriteFile(o.out, []byte(r.markdown()), 0o644)
+	if err := os.WriteFile(o.out, []byte(r.markdown()), 0o644); err != nil {
+		return err
+	}
+	if o.strict {
+		return r.faultsClean()
+	}
+	return nil
+}
+
+// speed is one side-by-side measurement of the three ways to bootstrap.
+type speed struct {
+	nodes    int
+	operator operatorRun
+	limit    limitRun
+	flux     fluxResult
+}
+
+func measureSpeed(ctx context.Context, operator string, nodes int) (speed, error) {
+	s := speed{nodes: nodes}
+	var err error
+	if s.operator, err = measureOperator(ctx, operator, nodes, ""); err != nil {
+		return s, fmt.Errorf("operator bootstrap: %w", err)
+	}
+	if s.limit, err = measureCriticalPath(ctx, nodes); err != nil {
+		return s, fmt.Errorf("critical path: %w", err)
+	}
+	if s.flux, err = measureFluxChain(ctx, nodes); err != nil {
+		return s, fmt.Errorf("flux chain: %w", err)
+	}
+	fmt.Printf("  operator %.2fs (from start %.2fs), limit %.2fs %v, flux %.2fs\n", s.operator.applyToReady.Seconds(),
+		s.operator.startToReady.Seconds(), s.limit.total.Seconds(), s.limit.steps, s.flux.ready.Seconds())
+	return s, nil
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-sizes: %q is not a node count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

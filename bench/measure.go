@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,7 +49,7 @@ func newWorld(ctx context.Context, name string, nodes int, extra map[string][]st
 
 // measureOperator times the operator from its start, and from the
 // TenantBundle's creation, to TenantBundle Ready.
-func measureOperator(ctx context.Context, bin string, nodes int) (operatorRun, error) {
+func measureOperator(ctx context.Context, bin string, nodes int, cpuProfile string) (operatorRun, error) {
 	w, err := newWorld(ctx, "bench-operator", nodes, nil)
 	if err != nil {
 		return operatorRun{}, err
@@ -56,13 +59,40 @@ func measureOperator(ctx context.Context, bin string, nodes int) (operatorRun, e
 	if err != nil {
 		return operatorRun{}, err
 	}
+	cfg := framework.SeedConfig(w)
+	cfg.ExtraArgs = append(cfg.ExtraArgs, "--zap-time-encoding=rfc3339nano", "--zap-log-level=debug")
+	var pprofAddr string
+	if cpuProfile != "" {
+		if pprofAddr, err = freeAddr(); err != nil {
+			return operatorRun{}, err
+		}
+		cfg.ExtraArgs = append(cfg.ExtraArgs, "--pprof-bind-address="+pprofAddr)
+	}
 	start := time.Now()
-	t, err := framework.StartTenant(ctx, w, bin, framework.SeedConfig(w))
+	t, err := framework.StartTenant(ctx, w, bin, cfg)
 	if err != nil {
 		return operatorRun{}, err
 	}
 	if err := t.WaitForCRDs(ctx); err != nil {
 		return operatorRun{}, err
+	}
+	profiled := make(chan error, 1)
+	if cpuProfile != "" {
+		// The manager serves pprof once it starts, after the CRDs.
+		if err := wait.PollUntilContextTimeout(ctx, pollEvery, time.Minute, true, func(ctx context.Context) (bool, error) {
+			resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/")
+			if err != nil {
+				return false, nil
+			}
+			return resp.Body.Close() == nil && resp.StatusCode == http.StatusOK, nil
+		}); err != nil {
+			return operatorRun{}, fmt.Errorf("pprof endpoint: %w", err)
+		}
+		// The profile covers the bootstrap: it starts with the TenantBundle
+		// and lasts longer than any bootstrap measured here.
+		go func() { profiled <- saveProfile(ctx, pprofAddr, "profile?seconds=4", cpuProfile) }()
+	} else {
+		profiled <- nil
 	}
 	applied := time.Now()
 	if err := t.ApplyBundle(ctx, framework.Bundle(w, url)); err != nil {
@@ -72,6 +102,9 @@ func measureOperator(ctx context.Context, bin string, nodes int) (operatorRun, e
 		return operatorRun{}, err
 	}
 	now := time.Now()
+	if err := <-profiled; err != nil {
+		return operatorRun{}, err
+	}
 	return operatorRun{applyToReady: now.Sub(applied), startToReady: now.Sub(start)}, nil
 }
 
@@ -161,19 +194,33 @@ func measureCriticalPath(ctx context.Context, nodes int) (limitRun, error) {
 	return res, nil
 }
 
-// rss reads a process's resident set size in MiB.
-func rss(pid int) (float64, error) {
+// memory is a process's resident set from /proc/<pid>/status, in MiB:
+// the total, and the part that is the process's own (heap, stacks) rather
+// than pages of its executable mapped from the file.
+type memory struct{ rss, anon, file float64 }
+
+func rss(pid int) (memory, error) {
 	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
-		return 0, err
+		return memory{}, err
 	}
+	var m memory
+	fields := map[string]*float64{"VmRSS:": &m.rss, "RssAnon:": &m.anon, "RssFile:": &m.file}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, err := strconv.ParseFloat(f[1], 64)
-			return kb / 1024, err
+		f := strings.Fields(line)
+		if len(f) < 2 || fields[f[0]] == nil {
+			continue
 		}
+		kb, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			return memory{}, err
+		}
+		*fields[f[0]] = kb / 1024
 	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	if m.rss == 0 {
+		return memory{}, fmt.Errorf("no VmRSS for pid %d", pid)
+	}
+	return m, nil
 }
 
 // pidOf finds the world's process whose command line starts with name.
@@ -189,4 +236,39 @@ func pidOf(w *world.World, name string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %s process", name)
+}
+
+// freeAddr is a free 127.0.0.1 port, for the operator's pprof listener.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// saveProfile fetches /debug/pprof/<profile> from the operator into path.
+func saveProfile(ctx context.Context, addr, profile, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/"+profile, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s profile: %s", profile, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
