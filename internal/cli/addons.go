@@ -202,6 +202,17 @@ func (a *Addons) verdict(ctx context.Context, ad *bundle.Addon, generation int64
 		if tb.Status.ObservedGeneration < generation {
 			return false, nil
 		}
+		// The addons controller is a controller of its own: until its
+		// condition speaks for this generation, the Package may still hold
+		// the previous values and their verdict.
+		ac := apimeta.FindStatusCondition(tb.Status.Conditions, tenantv1.AddonsReadyCondition)
+		if ac == nil || ac.ObservedGeneration < generation {
+			return false, nil
+		}
+		if ac.Status == metav1.ConditionFalse && tenantv1.IsAddonRefusal(ac.Reason) {
+			refusal = fmt.Errorf("refused by the operator: %s: %s", ac.Reason, ac.Message)
+			return true, nil
+		}
 		if c := apimeta.FindStatusCondition(tb.Status.Conditions, meta.StalledCondition); c != nil && c.Status == metav1.ConditionTrue {
 			refusal = fmt.Errorf("refused by the operator: %s: %s", c.Reason, c.Message)
 			return true, nil

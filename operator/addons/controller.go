@@ -58,7 +58,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err != nil {
 		reason, _ := outcome.Classify(err)
-		if c := conditions.Get(obj, tenantv1.AddonsReadyCondition); c == nil || c.Status == metav1.ConditionTrue || !IsRefusal(c.Reason) {
+		if c := conditions.Get(obj, tenantv1.AddonsReadyCondition); c == nil || c.Status == metav1.ConditionTrue || !tenantv1.IsAddonRefusal(c.Reason) {
 			conditions.MarkFalse(obj, tenantv1.AddonsReadyCondition, reason, "%v", err)
 		}
 	}
@@ -72,12 +72,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // reported; a spec change brings the next attempt
 	}
 	return ctrl.Result{}, err
-}
-
-// IsRefusal says whether an AddonsReady reason is a refused spec (only a
-// spec change helps); the TenantBundle controller turns it into Stalled.
-func IsRefusal(reason string) bool {
-	return reason == tenantv1.ReasonUnknownAddon || reason == tenantv1.ReasonDependencyDisabled
 }
 
 // writeCondition applies AddonsReady alone with server-side apply: the

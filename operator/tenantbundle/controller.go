@@ -22,7 +22,6 @@ import (
 	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/outcome"
 	"github.com/cozystack/tenant-operator/internal/source"
-	"github.com/cozystack/tenant-operator/operator/addons"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
 )
@@ -135,7 +134,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *tenantv1.TenantBundle) 
 	// Addons are not part of Ready (see AddonsReady, written by the addons
 	// controller), but a refused addon choice is a spec that cannot be
 	// carried out: Stalled.
-	if c := conditions.Get(obj, tenantv1.AddonsReadyCondition); c != nil && addons.IsRefusal(c.Reason) && c.ObservedGeneration == obj.Generation {
+	if c := conditions.Get(obj, tenantv1.AddonsReadyCondition); c != nil && tenantv1.IsAddonRefusal(c.Reason) && c.ObservedGeneration == obj.Generation {
 		return notReady, outcome.Terminal(c.Reason, "%s", c.Message)
 	}
 	return notReady, nil

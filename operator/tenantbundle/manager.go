@@ -102,7 +102,7 @@ func (r *Reconciler) workloadHandler() handler.EventHandler {
 func addonsRefusalChanged() predicate.Predicate {
 	refusal := func(o client.Object) string {
 		c := conditions.Get(o.(*tenantv1.TenantBundle), tenantv1.AddonsReadyCondition)
-		if c == nil || !addons.IsRefusal(c.Reason) {
+		if c == nil || !tenantv1.IsAddonRefusal(c.Reason) {
 			return ""
 		}
 		return c.Reason + c.Message

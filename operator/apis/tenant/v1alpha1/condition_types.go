@@ -75,3 +75,10 @@ const (
 
 	ReasonCatalogConflict = "CatalogSourceConflict"
 )
+
+// IsAddonRefusal says whether an AddonsReady reason is a refused spec (only
+// a spec change helps): the TenantBundle controller turns it into Stalled,
+// and `kubectl tenant addons` reports it.
+func IsAddonRefusal(reason string) bool {
+	return reason == ReasonUnknownAddon || reason == ReasonDependencyDisabled
+}
