@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/tenant-operator/e2e/framework"
 	"github.com/cozystack/tenant-operator/e2e/world"
@@ -150,13 +153,39 @@ func faultTrialRun(ctx context.Context, bin string, o options, kind string, at t
 		return tr, err
 	}
 	ended := time.Now()
-	if err := waitBundleReady(ctx, t); err != nil {
+	if err := waitConverged(ctx, t); err != nil {
 		return tr, nil // not converged within the bound: reported as such
 	}
 	tr.converged, tr.toConverge = true, time.Since(ended)
 	tr.exits = exits.count()
 	tr.badReleases, tr.recreated, err = damage(ctx, t, uids)
 	return tr, err
+}
+
+// waitConverged waits until the TenantBundle is Ready at its generation and
+// every node is Ready: a Ready bundle over a node that never came back (its
+// CNI pod lost, say) would not be a recovered cluster.
+func waitConverged(ctx context.Context, t *framework.Tenant) error {
+	return wait.PollUntilContextTimeout(ctx, pollEvery, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		b, err := t.Bundle(ctx, "tenant")
+		if err != nil || !conditions.IsReady(b) || b.Status.ObservedGeneration != b.Generation {
+			return false, client.IgnoreNotFound(err)
+		}
+		var nodes corev1.NodeList
+		if err := t.Client.List(ctx, &nodes); err != nil {
+			return false, err
+		}
+		for _, n := range nodes.Items {
+			ready := false
+			for _, c := range n.Status.Conditions {
+				ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+			}
+			if !ready {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 // damage counts Helm revisions not deployed/superseded and workloads whose
