@@ -74,7 +74,20 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.crdTimeout, "crd-timeout", 2*time.Minute, "how long to wait for our CRDs to be established at start")
 }
 
+// watchListGate is client-go's switch between streaming lists (a watch
+// that ends its initial events with a bookmark) and LIST+WATCH.
+const watchListGate = "KUBE_FEATURE_WatchListClient"
+
 func main() {
+	// The operator's caches start right after it creates its CRDs on a
+	// fresh cluster, and the API server holds the end-of-initial-events
+	// bookmark of a just-created resource for about a second: measured,
+	// that second sat on the bootstrap's critical path. Its caches are a
+	// few small, label-filtered lists, so streaming saves nothing. An
+	// explicit setting still wins.
+	if _, set := os.LookupEnv(watchListGate); !set {
+		_ = os.Setenv(watchListGate, "false")
+	}
 	var opts options
 	opts.bindFlags(flag.CommandLine)
 	zapOpts := zap.Options{}

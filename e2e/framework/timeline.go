@@ -23,7 +23,7 @@ import (
 // RVs orders events across kinds without trusting any clock.
 type Event struct {
 	RV        uint64
-	Kind      string // Node, Pod, DaemonSet, Release
+	Kind      string // Node, Pod, DaemonSet, Deployment, Release
 	Namespace string
 	Name      string
 	Node      string // for pods
@@ -55,7 +55,8 @@ func RecordTimeline(ctx context.Context, cfg *rest.Config) (*Timeline, error) {
 	handler := cache.ResourceEventHandlerFuncs{AddFunc: onObj, UpdateFunc: func(_, n any) { t.observe(n) }}
 	for _, inf := range []cache.SharedIndexInformer{
 		f.Core().V1().Nodes().Informer(), f.Core().V1().Pods().Informer(),
-		f.Apps().V1().DaemonSets().Informer(), f.Core().V1().Secrets().Informer(),
+		f.Apps().V1().DaemonSets().Informer(), f.Apps().V1().Deployments().Informer(),
+		f.Core().V1().Secrets().Informer(),
 	} {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return nil, err
@@ -94,6 +95,10 @@ func (t *Timeline) observe(obj any) {
 			return
 		}
 		e.Kind, e.What = "DaemonSet", "Ready"
+	case *appsv1.Deployment:
+		// Recording starts before the tenant is seeded, so the first
+		// sight of a Deployment is its creation.
+		e.Kind, e.What = "Deployment", "Created"
 	case *corev1.Secret:
 		if v.Labels["owner"] != "helm" {
 			return
