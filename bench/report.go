@@ -43,18 +43,20 @@ func verdict(ok bool) string {
 
 func (r *report) markdown() string {
 	var op, opStart, lim, fl []time.Duration
-	var ratioLimit, ratioFlux []float64
+	var ratioLimit, ratioStart, ratioFlux []float64
 	for _, s := range r.speed {
 		op = append(op, s.operator.applyToReady)
 		opStart = append(opStart, s.operator.startToReady)
 		lim = append(lim, s.limit.total)
 		fl = append(fl, s.flux.ready)
 		ratioLimit = append(ratioLimit, s.limitRatio())
+		ratioStart = append(ratioStart, s.startRatio())
 		ratioFlux = append(ratioFlux, s.fluxRatio())
 	}
 	sort.Float64s(ratioLimit)
+	sort.Float64s(ratioStart)
 	sort.Float64s(ratioFlux)
-	rl, rf := ratioLimit[len(ratioLimit)/2], ratioFlux[len(ratioFlux)/2]
+	rl, rs, rf := ratioLimit[len(ratioLimit)/2], ratioStart[len(ratioStart)/2], ratioFlux[len(ratioFlux)/2]
 	perMin := func(n int) float64 { return float64(n) / r.idle.window.Minutes() }
 	nonLease := r.idle.writes - r.idle.leaseWrites
 	lastFlux := r.speed[len(r.speed)-1].flux
@@ -68,7 +70,8 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "| critical-path limit (each component installed alone, summed along the DAG) | %.2f s | %s |\n", median(lim).Seconds(), secs(lim))
 	fmt.Fprintf(&b, "| Flux-only dependsOn chain (real helm-controller, `--requeue-dependency=30s`) | %.2f s | %s |\n\n", median(fl).Seconds(), secs(fl))
 	b.WriteString("| ratio (median of per-run ratios) | value | target | |\n|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| operator / critical-path limit | %.2f | ≤ 1.15 | %s |\n", rl, verdict(rl <= 1.15))
+	fmt.Fprintf(&b, "| operator (TenantBundle created → Ready) / critical-path limit | %.2f | ≤ 1.15 | %s |\n", rl, verdict(rl <= 1.15))
+	fmt.Fprintf(&b, "| operator (process start → Ready) / critical-path limit | %.2f | ≤ 1.15 | %s |\n", rs, verdict(rs <= 1.15))
 	fmt.Fprintf(&b, "| Flux-only chain / operator | %.1f | ≥ 10 | %s |\n\n", rf, verdict(rf >= 10))
 	b.WriteString("Per-component install + rollout, measured alone (last run): ")
 	last := r.speed[len(r.speed)-1].limit.steps
@@ -161,6 +164,13 @@ func (r *report) markdown() string {
 func (s speed) limitRatio() float64 {
 	return s.operator.applyToReady.Seconds() / s.limit.total.Seconds()
 }
+
+// startRatio counts the operator's own start (CRDs, lease, caches), which
+// the limit has no counterpart of.
+func (s speed) startRatio() float64 {
+	return s.operator.startToReady.Seconds() / s.limit.total.Seconds()
+}
+
 func (s speed) fluxRatio() float64 { return s.flux.ready.Seconds() / s.operator.applyToReady.Seconds() }
 
 func (r *report) writeSizes(b *strings.Builder) {
