@@ -57,6 +57,8 @@ func Build(dir, name string) (string, error) {
 	out := filepath.Join(dir, name)
 	cmd := exec.Command("go", "build", "-o", out, "./cmd/"+name)
 	cmd.Dir = root
+	// As `make build` builds them: static (see the Makefile).
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("building %s: %w", name, err)
