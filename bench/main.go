@@ -16,6 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/cozystack/tenant-operator/e2e/framework"
 	"github.com/cozystack/tenant-operator/e2e/world"
 )
@@ -46,6 +49,9 @@ func main() {
 	flag.StringVar(&o.faultKinds, "faults", strings.Join(faultOrder, ","), "fault kinds to run trials of")
 	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "where to write the report")
 	flag.Parse()
+	// The harness's own clients log nothing worth reading; the components'
+	// logs are in each world's files.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
