@@ -175,12 +175,8 @@ func waitConverged(ctx context.Context, t *framework.Tenant) error {
 		if err := t.Client.List(ctx, &nodes); err != nil {
 			return false, err
 		}
-		for _, n := range nodes.Items {
-			ready := false
-			for _, c := range n.Status.Conditions {
-				ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
-			}
-			if !ready {
+		for i := range nodes.Items {
+			if !framework.NodeReady(&nodes.Items[i]) {
 				return false, nil
 			}
 		}

@@ -80,7 +80,7 @@ func (t *Timeline) observe(obj any) {
 	e := Event{RV: rv, Namespace: o.GetNamespace(), Name: o.GetName(), Labels: o.GetLabels()}
 	switch v := obj.(type) {
 	case *corev1.Node:
-		if !nodeReady(v) {
+		if !NodeReady(v) {
 			return
 		}
 		e.Kind, e.What = "Node", "Ready"
@@ -139,7 +139,8 @@ func (t *Timeline) Events() []Event {
 	return append([]Event(nil), t.events...)
 }
 
-func nodeReady(n *corev1.Node) bool {
+// NodeReady reports whether the node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue

@@ -44,9 +44,6 @@ func (s *Starter) Start(ctx context.Context) error {
 	if err := s.waitForNetwork(ctx); err != nil {
 		return err
 	}
-	if ctx.Err() != nil {
-		return nil // the manager is stopping
-	}
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Steps: math.MaxInt32, Cap: outcome.MaxRetryDelay}
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		if err := s.install(ctx); err != nil {
