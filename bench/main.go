@@ -45,7 +45,7 @@ func main() {
 	flag.BoolVar(&o.strict, "strict", false, "exit non-zero when a fault trial does not converge or leaves a pending/failed revision or a recreated workload (timings are never judged)")
 	flag.StringVar(&o.heapProfile, "heap-profile", "", "write the operator's heap profile at the end of the idle window to this file (go tool pprof)")
 	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "profile the operator during one extra, untimed bootstrap and write the CPU profile to this file (go tool pprof)")
-	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep every fault trial's logs in _artifacts (those that did not converge are always kept)")
+	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the logs of every operator bootstrap and fault trial in _artifacts (fault trials that did not converge are always kept)")
 	flag.StringVar(&o.faultKinds, "faults", strings.Join(faultOrder, ","), "fault kinds to run trials of")
 	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "where to write the report")
 	flag.Parse()
@@ -80,13 +80,13 @@ func run(ctx context.Context, o options) error {
 	if o.cpuProfile != "" {
 		// A bootstrap of its own: profiling costs CPU, so it is not timed.
 		fmt.Println("profiling one bootstrap")
-		if _, err := measureOperator(ctx, operator, o.nodes, o.cpuProfile); err != nil {
+		if _, err := measureOperator(ctx, operator, o.nodes, o.cpuProfile, o.keepLogs); err != nil {
 			return fmt.Errorf("profiled bootstrap: %w", err)
 		}
 	}
 	for i := range o.runs {
 		fmt.Printf("run %d/%d\n", i+1, o.runs)
-		s, err := measureSpeed(ctx, operator, o.nodes)
+		s, err := measureSpeed(ctx, operator, o.nodes, o.keepLogs)
 		if err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ func run(ctx context.Context, o options) error {
 	}
 	for _, n := range sizes {
 		fmt.Printf("size: %d nodes\n", n)
-		s, err := measureSpeed(ctx, operator, n)
+		s, err := measureSpeed(ctx, operator, n, o.keepLogs)
 		if err != nil {
 			return fmt.Errorf("%d nodes: %w", n, err)
 		}
@@ -138,10 +138,10 @@ type speed struct {
 	flux     fluxResult
 }
 
-func measureSpeed(ctx context.Context, operator string, nodes int) (speed, error) {
+func measureSpeed(ctx context.Context, operator string, nodes int, keepLogs bool) (speed, error) {
 	s := speed{nodes: nodes}
 	var err error
-	if s.operator, err = measureOperator(ctx, operator, nodes, ""); err != nil {
+	if s.operator, err = measureOperator(ctx, operator, nodes, "", keepLogs); err != nil {
 		return s, fmt.Errorf("operator bootstrap: %w", err)
 	}
 	if s.limit, err = measureCriticalPath(ctx, nodes); err != nil {

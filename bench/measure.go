@@ -49,12 +49,12 @@ func newWorld(ctx context.Context, name string, nodes int, extra map[string][]st
 
 // measureOperator times the operator from its start, and from the
 // TenantBundle's creation, to TenantBundle Ready.
-func measureOperator(ctx context.Context, bin string, nodes int, cpuProfile string) (operatorRun, error) {
+func measureOperator(ctx context.Context, bin string, nodes int, cpuProfile string, keepLogs bool) (operatorRun, error) {
 	w, err := newWorld(ctx, "bench-operator", nodes, nil)
 	if err != nil {
 		return operatorRun{}, err
 	}
-	defer w.Stop(false)
+	defer func() { _ = w.Stop(keepLogs) }()
 	url, _, err := framework.PushPackages(ctx, w)
 	if err != nil {
 		return operatorRun{}, err

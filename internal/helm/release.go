@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -68,6 +67,9 @@ type Client struct {
 	mu      sync.Mutex
 	actions map[string]*action.Configuration
 	minor   string
+	// known is each release's latest revision as last written or read for
+	// certain; see history.
+	known map[string]revision
 	// decoded keeps what was read out of each release revision's Secret,
 	// by UID and resourceVersion: a revision is decoded once, not on every
 	// reconcile.
@@ -89,7 +91,7 @@ func New(cfg *rest.Config) (*Client, error) {
 		return nil, err
 	}
 	return &Client{config: cfg, discovery: dc, mapper: mapper, metadata: md, core: core,
-		actions: map[string]*action.Configuration{}, decoded: map[string]*Release{}}, nil
+		actions: map[string]*action.Configuration{}, decoded: map[string]*Release{}, known: map[string]revision{}}, nil
 }
 
 // configuration returns the action configuration whose storage lives in ns.
@@ -110,28 +112,16 @@ func (c *Client) configuration(ns string) (*action.Configuration, error) {
 
 // Observe returns the latest revision of a release, or nil when it has none.
 // It lists only the metadata of the release's storage Secrets (status,
-// version and our digest are labels) and decodes a revision's body only the
-// first time it is seen: the body holds the whole chart, and most
-// reconciles only need to know the release did not change.
+// version and our digest are labels; see history for where from) and
+// decodes a revision's body only the first time it is seen: the body holds
+// the whole chart, and most reconciles only need to know the release did
+// not change.
 func (c *Client) Observe(ctx context.Context, ns, name string) (*Release, error) {
-	list, err := c.metadata.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace(ns).List(ctx,
-		metav1.ListOptions{LabelSelector: "owner=helm,name=" + name})
+	h, err := c.history(ctx, ns, name)
 	if err != nil {
-		return nil, fmt.Errorf("reading history of %s/%s: %w", ns, name, err)
+		return nil, err
 	}
-	var latest *metav1.PartialObjectMetadata
-	deployed, latestVersion := false, -1
-	for i := range list.Items {
-		m := &list.Items[i]
-		v, err := strconv.Atoi(m.Labels["version"])
-		if err != nil {
-			continue
-		}
-		deployed = deployed || m.Labels["status"] == string(release.StatusDeployed)
-		if v > latestVersion {
-			latest, latestVersion = m, v
-		}
-	}
+	latest, latestVersion, deployed := h.latest, h.version, h.deployed
 	if latest == nil {
 		return nil, nil
 	}
@@ -214,6 +204,7 @@ func (c *Client) Install(ctx context.Context, req Request) (*Release, error) {
 		return nil, err
 	}
 	rel, err := in.RunWithContext(ctx, ch, req.Values)
+	c.wrote(req.Namespace, req.Name, rel, err)
 	return result(rel, err)
 }
 
@@ -248,6 +239,7 @@ func (c *Client) Upgrade(ctx context.Context, req Request) (*Release, error) {
 		return nil, err
 	}
 	rel, err := up.RunWithContext(ctx, req.Name, ch, req.Values)
+	c.wrote(req.Namespace, req.Name, rel, err)
 	return result(rel, err)
 }
 
@@ -287,6 +279,7 @@ func (c *Client) Unlock(r *Release) error {
 	if err != nil {
 		return err
 	}
+	defer c.wrote(r.Namespace, r.Name, nil, nil)
 	if _, err := cfg.Releases.Delete(r.Name, r.Revision); err != nil {
 		return fmt.Errorf("removing stale %s revision %d of %s/%s: %w", r.Status, r.Revision, r.Namespace, r.Name, err)
 	}
@@ -353,6 +346,7 @@ func (c *Client) Uninstall(ns, name string) error {
 	if err != nil {
 		return err
 	}
+	defer c.wrote(ns, name, nil, nil)
 	un := action.NewUninstall(cfg)
 	un.IgnoreNotFound = true
 	if _, err := un.Run(name); err != nil {

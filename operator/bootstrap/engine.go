@@ -89,6 +89,7 @@ func (e *Engine) reconcile(ctx context.Context, c *Component) Result {
 		st := c.Observe()
 		step := actionForState(st, c, &e.deps)
 		if step == nil {
+			log.V(1).Info("waiting", "state", st.String(), "health", c.Health.Message)
 			return e.result(c, st, nil)
 		}
 		if ran[step.Name()] {

@@ -7,8 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/cozystack/tenant-operator/internal/outcome"
 	"github.com/cozystack/tenant-operator/internal/readiness"
+	"github.com/cozystack/tenant-operator/internal/watch"
 	"github.com/cozystack/tenant-operator/operator/addons"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
@@ -30,20 +31,22 @@ const (
 // SetupWithManager registers the controller. Workloads are watched (the
 // manager's cache holds only Helm-managed ones) so that a component's
 // dependents start on the event that makes it Ready, and so that a deleted
-// or edited workload is restored on the event, not on a timer.
+// or edited workload is restored on the event, not on a timer. Its sources
+// are the channel-synced ones of internal/watch and start before the lease
+// is won (warmup): both keep cache syncing off the bootstrap's critical path.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	c := mgr.GetCache()
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&tenantv1.TenantBundle{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, addonsRefusalChanged()))).
 		Named("tenantbundle").
-		WithOptions(controller.Options{RateLimiter: outcome.RateLimiter()})
+		WatchesRawSource(watch.Objects(c, &tenantv1.TenantBundle{}, &handler.EnqueueRequestForObject{},
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, addonsRefusalChanged()))).
+		WithOptions(controller.Options{RateLimiter: outcome.RateLimiter(), EnableWarmup: ptr.To(true)})
 	for _, obj := range readiness.WorkloadTypes() {
-		b = b.Watches(obj, r.workloadHandler())
+		b = b.WatchesRawSource(watch.Objects(c, obj, r.workloadHandler()))
 	}
 	// Nodes decide the variant and show the cloud's effects (providerID,
 	// the uninitialized taint); their status heartbeats are filtered out.
-	b = b.Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allBundles),
-		builder.WithPredicates(nodeChanged()))
+	b = b.WatchesRawSource(watch.Objects(c, &corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allBundles), nodeChanged()))
 	return b.Complete(r)
 }
 
