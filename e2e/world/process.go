@@ -22,6 +22,7 @@ type process struct {
 	name    string
 	logPath string
 	cmd     *exec.Cmd
+	started time.Time
 	done    chan struct{}
 	// spec is what started it, so an outage can be ended by starting it again.
 	spec processSpec
@@ -53,10 +54,11 @@ func startProcess(spec processSpec) (*process, error) {
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.name, err)
 	}
-	p := &process{name: spec.name, logPath: spec.logPath, cmd: cmd, done: make(chan struct{}), spec: spec}
+	p := &process{name: spec.name, logPath: spec.logPath, cmd: cmd, started: started, done: make(chan struct{}), spec: spec}
 	go func() {
 		_ = cmd.Wait()
 		p.mu.Lock()

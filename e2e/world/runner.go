@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -409,6 +410,15 @@ func (p *Proc) PID() int {
 		return cur.pid()
 	}
 	return 0
+}
+
+// Started is when the current process was started (zero before the first
+// start): the clock of anything timed from a process's start.
+func (p *Proc) Started() time.Time {
+	if cur := p.current(); cur != nil {
+		return cur.started
+	}
+	return time.Time{}
 }
 
 // Kill is kill -9 of the process group; it returns once the process is gone.
