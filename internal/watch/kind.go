@@ -80,12 +80,9 @@ func (a *adapter) OnAdd(obj any, initial bool) {
 		return
 	}
 	e := event.CreateEvent{Object: o, IsInInitialList: initial}
-	for _, p := range a.predicates {
-		if !p.Create(e) {
-			return
-		}
+	if a.pass(func(p predicate.Predicate) bool { return p.Create(e) }) {
+		a.h.Create(a.ctx, e, a.q)
 	}
-	a.h.Create(a.ctx, e, a.q)
 }
 
 func (a *adapter) OnUpdate(oldObj, newObj any) {
@@ -95,12 +92,9 @@ func (a *adapter) OnUpdate(oldObj, newObj any) {
 		return
 	}
 	e := event.UpdateEvent{ObjectOld: o, ObjectNew: n}
-	for _, p := range a.predicates {
-		if !p.Update(e) {
-			return
-		}
+	if a.pass(func(p predicate.Predicate) bool { return p.Update(e) }) {
+		a.h.Update(a.ctx, e, a.q)
 	}
-	a.h.Update(a.ctx, e, a.q)
 }
 
 func (a *adapter) OnDelete(obj any) {
@@ -114,10 +108,17 @@ func (a *adapter) OnDelete(obj any) {
 		return
 	}
 	e.Object = o
+	if a.pass(func(p predicate.Predicate) bool { return p.Delete(e) }) {
+		a.h.Delete(a.ctx, e, a.q)
+	}
+}
+
+// pass reports whether every predicate lets the event through.
+func (a *adapter) pass(allows func(predicate.Predicate) bool) bool {
 	for _, p := range a.predicates {
-		if !p.Delete(e) {
-			return
+		if !allows(p) {
+			return false
 		}
 	}
-	a.h.Delete(a.ctx, e, a.q)
+	return true
 }
