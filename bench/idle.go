@@ -27,6 +27,9 @@ type idleResult struct {
 	settle *idleResult
 	// toggle holds, per round, addon enabled → its HelmRelease created.
 	toggle []time.Duration
+	// dependency holds, per round, a dependency's HelmRelease Ready → its
+	// dependent's HelmRelease created.
+	dependency []time.Duration
 }
 
 // auditPolicy records every request at Metadata level, once per request.
@@ -117,7 +120,11 @@ func measureIdle(ctx context.Context, bin string, o options) (idleResult, error)
 		return idleResult{}, err
 	}
 	fmt.Printf("  toggling %s %d times\n", toggleAddon, o.toggles)
-	res.toggle, err = measureToggle(ctx, t, o.toggles)
+	if res.toggle, err = measureToggle(ctx, t, o.toggles); err != nil {
+		return res, err
+	}
+	fmt.Printf("  enabling %s with %s %d times\n", dependentAddon, dependencyAddon, o.dependencies)
+	res.dependency, err = measureDependency(ctx, t, o.dependencies)
 	return res, err
 }
 

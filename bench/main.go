@@ -24,13 +24,13 @@ import (
 )
 
 type options struct {
-	runs, kills, faults, toggles int
-	idle                         time.Duration
-	out                          string
-	nodes                        int
-	sizes, faultKinds            string
-	strict, keepLogs             bool
-	heapProfile, cpuProfile      string
+	runs, kills, faults, toggles, dependencies int
+	idle                                       time.Duration
+	out                                        string
+	nodes                                      int
+	sizes, faultKinds                          string
+	strict, keepLogs                           bool
+	heapProfile, cpuProfile                    string
 }
 
 func main() {
@@ -41,6 +41,7 @@ func main() {
 	flag.IntVar(&o.kills, "kill-trials", 10, "bootstraps during which the operator is killed with SIGKILL at a random moment")
 	flag.IntVar(&o.faults, "fault-trials", 3, "bootstraps per fault kind: API server restarted, registry down for a minute, a node deleted and re-added")
 	flag.IntVar(&o.toggles, "toggles", 20, "addon enable/disable rounds for the toggle latency")
+	flag.IntVar(&o.dependencies, "dependency-rounds", 5, "rounds of enabling an addon with its dependency for the dependency latency")
 	flag.StringVar(&o.sizes, "sizes", "1,10,50", "comma-separated node counts at which bootstrap, limit and Flux chain are measured once more (empty: none)")
 	flag.BoolVar(&o.strict, "strict", false, "exit non-zero when a fault trial does not converge or leaves a pending/failed revision or a recreated workload (timings are never judged)")
 	flag.StringVar(&o.heapProfile, "heap-profile", "", "write the operator's heap profile at the end of the idle window to this file (go tool pprof)")
