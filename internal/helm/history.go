@@ -43,7 +43,7 @@ func (h releaseHistory) revision() revision {
 // disagrees and is not believed; anyone else's write is believed once a
 // consistent list has confirmed it.
 func (c *Client) history(ctx context.Context, ns, name string) (releaseHistory, error) {
-	key := ns + "/" + name
+	key := releaseKey(ns, name)
 	c.mu.Lock()
 	known, ok := c.known[key]
 	c.mu.Unlock()
@@ -90,10 +90,12 @@ func (c *Client) listHistory(ctx context.Context, ns, name, resourceVersion stri
 func (c *Client) wrote(ns, name string, rel *release.Release, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	key := ns + "/" + name
+	key := releaseKey(ns, name)
 	if err != nil || rel == nil || rel.Info == nil {
 		delete(c.known, key)
 		return
 	}
 	c.known[key] = revision{version: rel.Version, status: string(rel.Info.Status)}
 }
+
+func releaseKey(ns, name string) string { return ns + "/" + name }

@@ -121,11 +121,10 @@ func (c *Client) Observe(ctx context.Context, ns, name string) (*Release, error)
 	if err != nil {
 		return nil, err
 	}
-	latest, latestVersion, deployed := h.latest, h.version, h.deployed
-	if latest == nil {
+	if h.latest == nil {
 		return nil, nil
 	}
-	key := string(latest.UID) + "/" + latest.ResourceVersion
+	key := string(h.latest.UID) + "/" + h.latest.ResourceVersion
 	c.mu.Lock()
 	cached, ok := c.decoded[key]
 	c.mu.Unlock()
@@ -134,9 +133,9 @@ func (c *Client) Observe(ctx context.Context, ns, name string) (*Release, error)
 		if err != nil {
 			return nil, err
 		}
-		rel, err := cfg.Releases.Get(name, latestVersion)
+		rel, err := cfg.Releases.Get(name, h.version)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s/%s revision %d: %w", ns, name, latestVersion, err)
+			return nil, fmt.Errorf("reading %s/%s revision %d: %w", ns, name, h.version, err)
 		}
 		cached = toRelease(rel, false)
 		c.mu.Lock()
@@ -147,7 +146,7 @@ func (c *Client) Observe(ctx context.Context, ns, name string) (*Release, error)
 		c.mu.Unlock()
 	}
 	out := *cached
-	out.Deployed = deployed
+	out.Deployed = h.deployed
 	return &out, nil
 }
 
