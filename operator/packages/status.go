@@ -3,6 +3,7 @@ package packages
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -52,8 +53,7 @@ type health struct {
 	stalled       bool
 }
 
-// observe reads the releases' conditions from the cache. A release counts
-// as Ready only when helm-controller has seen its current generation.
+// observe reads the releases' conditions from the cache.
 func (r *Reconciler) observe(ctx context.Context, desired []*release) health {
 	h := health{total: len(desired)}
 	for _, rel := range desired {
@@ -63,12 +63,9 @@ func (r *Reconciler) observe(ctx context.Context, desired []*release) health {
 			h.pending = append(h.pending, key)
 			continue
 		}
-		ready := apimeta.FindStatusCondition(hr.Status.Conditions, meta.ReadyCondition)
-		switch {
-		case ready == nil || hr.Status.ObservedGeneration < hr.Generation:
-			h.pending = append(h.pending, key)
-		case ready.Status == metav1.ConditionTrue:
-		case ready.Status == metav1.ConditionFalse && ready.Reason != meta.ProgressingReason && ready.Reason != meta.DependencyNotReadyReason:
+		switch state, ready := judge(hr, rel.Artifact.Digest); state {
+		case releaseReady:
+		case releaseFailed:
 			if h.failed == nil {
 				h.failed, h.failedOn = ready, key
 				h.stalled = apimeta.IsStatusConditionTrue(hr.Status.Conditions, meta.StalledCondition)
@@ -78,6 +75,49 @@ func (r *Reconciler) observe(ctx context.Context, desired []*release) health {
 		}
 	}
 	return h
+}
+
+type releaseState int
+
+const (
+	releasePending releaseState = iota
+	releaseReady
+	releaseFailed
+)
+
+// judge says whether a HelmRelease has deployed the chart the operator
+// published for it. A new chart changes the ExternalArtifact's status, not
+// the HelmRelease's spec, so its generation does not move: until
+// helm-controller has attempted the artifact's digest, its Ready (or the
+// failure of a release action) is about the previous chart.
+func judge(hr *helmv2.HelmRelease, digest string) (releaseState, *metav1.Condition) {
+	ready := apimeta.FindStatusCondition(hr.Status.Conditions, meta.ReadyCondition)
+	if ready == nil || hr.Status.ObservedGeneration < hr.Generation {
+		return releasePending, ready
+	}
+	attempted := hr.Status.LastAttemptedRevisionDigest == digest
+	switch ready.Status {
+	case metav1.ConditionTrue:
+		if latest := hr.Status.History.Latest(); attempted && latest != nil && latest.OCIDigest == digest {
+			return releaseReady, ready
+		}
+	case metav1.ConditionFalse:
+		if ready.Reason == meta.ProgressingReason || ready.Reason == meta.DependencyNotReadyReason ||
+			(!attempted && slices.Contains(releaseActionFailures, ready.Reason)) {
+			return releasePending, ready
+		}
+		// Failures before any release action (values, source, artifact)
+		// are about the current spec and artifact, attempted or not.
+		return releaseFailed, ready
+	}
+	return releasePending, ready
+}
+
+// releaseActionFailures are the Ready reasons helm-controller sets after it
+// has recorded the attempted chart's digest.
+var releaseActionFailures = []string{
+	helmv2.InstallFailedReason, helmv2.UpgradeFailedReason, helmv2.TestFailedReason,
+	helmv2.RollbackFailedReason, helmv2.UninstallFailedReason,
 }
 
 // summarize is the only place a Package's Ready is decided (kstatus:
