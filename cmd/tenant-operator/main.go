@@ -172,7 +172,7 @@ func run(ctx context.Context, opts options) error {
 	go helmClient.Warm()
 	// One puller: addons reuse the artifact the bootstrap pulled.
 	puller := &source.Puller{CacheDir: opts.cacheDir}
-	engine := bootstrap.NewEngine(helmClient, applier, &readiness.Checker{Reader: mgr.GetCache()}, bootstrap.NewDriftTracker())
+	engine := bootstrap.NewEngine(helmClient, applier, &readiness.Checker{Reader: mgr.GetCache(), Live: mgr.GetAPIReader()}, bootstrap.NewDriftTracker())
 	if err := (&tenantbundle.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),

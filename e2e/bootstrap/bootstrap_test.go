@@ -175,6 +175,16 @@ var _ = Describe("Bootstrap of a fresh tenant cluster", Ordered, func() {
 			g.Expect(t.Client.Get(ctx, key, &d)).To(Succeed())
 			return *d.Spec.Replicas
 		}
+		// Ready at the new generation means the upgrade is rolled out, not
+		// only written: the operator must not judge the cached Deployment
+		// of before its own upgrade.
+		expectRolledOut := func(want int32) {
+			var d appsv1.Deployment
+			Expect(t.Client.Get(ctx, key, &d)).To(Succeed())
+			Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+			Expect(d.Status.UpdatedReplicas).To(BeEquivalentTo(want))
+			Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(want))
+		}
 		coredns := func() []revision {
 			var out []revision
 			for _, r := range releaseHistory(ctx, t.Client) {
@@ -189,6 +199,7 @@ var _ = Describe("Bootstrap of a fresh tenant cluster", Ordered, func() {
 		Expect(t.ApplyBundle(ctx, withOverride)).To(Succeed())
 		Eventually(replicas).WithContext(ctx).Should(BeEquivalentTo(3))
 		expectReady(ctx, t)
+		expectRolledOut(3)
 		Expect(coredns()).To(Equal([]revision{
 			{Release: "kube-system/coredns", Version: 1, Status: "superseded"},
 			{Release: "kube-system/coredns", Version: 2, Status: "deployed"},
@@ -203,6 +214,7 @@ var _ = Describe("Bootstrap of a fresh tenant cluster", Ordered, func() {
 		Expect(t.ApplyBundle(ctx, bundle)).To(Succeed())
 		Eventually(replicas).WithContext(ctx).Should(BeEquivalentTo(2))
 		expectReady(ctx, t)
+		expectRolledOut(2)
 		Expect(coredns()).To(ContainElement(revision{Release: "kube-system/coredns", Version: 3, Status: "deployed"}))
 	})
 

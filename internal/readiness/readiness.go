@@ -8,12 +8,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -45,13 +47,35 @@ type Result struct {
 	Message string
 }
 
-// Checker reads workloads from a cache.
+// Checker reads workloads from a cache. Right after the operator's own
+// write the cache may still hold the previous object, Current for the
+// previous spec: CheckLive reads the API server instead and remembers what
+// it saw, and a cached copy older than that is read again, live.
 type Checker struct {
 	Reader client.Reader
+	// Live reads the API server; Reader when nil.
+	Live client.Reader
+
+	mu    sync.Mutex
+	floor map[string]seen // kind namespace/name → what a live read saw
+}
+
+type seen struct {
+	uid        types.UID
+	generation int64
 }
 
 // Check judges the workloads among objs; other kinds are not waited for.
 func (c *Checker) Check(ctx context.Context, objs []*unstructured.Unstructured) (Result, error) {
+	return c.check(ctx, objs, false)
+}
+
+// CheckLive is Check after the operator wrote the workloads itself.
+func (c *Checker) CheckLive(ctx context.Context, objs []*unstructured.Unstructured) (Result, error) {
+	return c.check(ctx, objs, true)
+}
+
+func (c *Checker) check(ctx context.Context, objs []*unstructured.Unstructured, live bool) (Result, error) {
 	var waiting []string
 	res := Result{}
 	for _, u := range objs {
@@ -59,8 +83,7 @@ func (c *Checker) Check(ctx context.Context, objs []*unstructured.Unstructured) 
 			continue
 		}
 		id := fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
-		obj := workloadKinds[u.GetKind()]()
-		err := c.Reader.Get(ctx, client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}, obj)
+		obj, err := c.get(ctx, u, id, live)
 		if apierrors.IsNotFound(err) {
 			res.Missing = append(res.Missing, id)
 			continue
@@ -85,6 +108,52 @@ func (c *Checker) Check(ctx context.Context, objs []*unstructured.Unstructured) 
 		res.Ready = true
 	}
 	return res, nil
+}
+
+// get reads one workload from the cache, or live when asked to or when the
+// cached copy is older than the last live read.
+func (c *Checker) get(ctx context.Context, u *unstructured.Unstructured, id string, live bool) (client.Object, error) {
+	key := client.ObjectKey{Namespace: u.GetNamespace(), Name: u.GetName()}
+	obj := workloadKinds[u.GetKind()]()
+	if !live {
+		err := c.Reader.Get(ctx, key, obj)
+		if err != nil || !c.behind(id, obj) {
+			return obj, err
+		}
+	}
+	reader := c.Live
+	if reader == nil {
+		reader = c.Reader
+	}
+	obj = workloadKinds[u.GetKind()]()
+	err := reader.Get(ctx, key, obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.floor == nil {
+		c.floor = map[string]seen{}
+	}
+	if err == nil {
+		c.floor[id] = seen{uid: obj.GetUID(), generation: obj.GetGeneration()}
+	} else {
+		delete(c.floor, id)
+	}
+	return obj, err
+}
+
+// behind says whether a cached copy is older than the last live read (or
+// another object); a floor the cache has reached is dropped.
+func (c *Checker) behind(id string, obj client.Object) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.floor[id]
+	if !ok {
+		return false
+	}
+	if f.uid == obj.GetUID() && obj.GetGeneration() >= f.generation {
+		delete(c.floor, id)
+		return false
+	}
+	return true
 }
 
 func compute(obj client.Object, like *unstructured.Unstructured) (*status.Result, error) {

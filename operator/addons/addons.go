@@ -219,7 +219,9 @@ func (r *Reconciler) addonHealth(ctx context.Context, sel *bundle.Selection, hel
 			continue
 		}
 		pkg := &cozyv1.Package{}
-		if err := r.Get(ctx, client.ObjectKey{Name: a.PackageName()}, pkg); err != nil {
+		// Live: the cache may still hold the Package as it was before this
+		// reconcile applied it, its old generation observed and Ready.
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: a.PackageName()}, pkg); err != nil {
 			h.notReady = append(h.notReady, a.Name+": Package not observed yet")
 			continue
 		}

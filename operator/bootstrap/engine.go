@@ -82,8 +82,9 @@ func (e *Engine) Run(ctx context.Context, comps []*Component) []Result {
 func (e *Engine) reconcile(ctx context.Context, c *Component) Result {
 	log := ctrl.LoggerFrom(ctx).WithValues("component", c.Def.Name)
 	ran := map[string]bool{}
+	wrote := false
 	for {
-		if err := e.observe(ctx, c); err != nil {
+		if err := e.observe(ctx, c, wrote); err != nil {
 			return e.result(c, StateBlocked, err)
 		}
 		st := c.Observe()
@@ -100,6 +101,8 @@ func (e *Engine) reconcile(ctx context.Context, c *Component) Result {
 		if err := step.Reconcile(ctx, c); err != nil {
 			return e.result(c, st, err)
 		}
+		// The cache may still hold the workloads as they were before.
+		wrote = step.Name() != "unlock"
 		if step.Name() == "install" || step.Name() == "upgrade" {
 			// Helm just wrote every object; there is nothing to correct.
 			e.Drift.Checked(c.Def.Release.Namespace, c.Def.Release.Name)
@@ -107,7 +110,7 @@ func (e *Engine) reconcile(ctx context.Context, c *Component) Result {
 	}
 }
 
-func (e *Engine) observe(ctx context.Context, c *Component) error {
+func (e *Engine) observe(ctx context.Context, c *Component, live bool) error {
 	rel, err := e.helm.Observe(ctx, c.Def.Release.Namespace, c.Def.Release.Name)
 	if err != nil {
 		return err
@@ -119,7 +122,11 @@ func (e *Engine) observe(ctx context.Context, c *Component) error {
 	if c.Objects, err = e.helm.Objects(rel); err != nil {
 		return err
 	}
-	if c.Health, err = e.health.Check(ctx, c.Objects); err != nil {
+	check := e.health.Check
+	if live {
+		check = e.health.CheckLive
+	}
+	if c.Health, err = check(ctx, c.Objects); err != nil {
 		return err
 	}
 	c.DriftSuspected = e.Drift.Take(rel.Namespace, rel.Name)

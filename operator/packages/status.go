@@ -53,13 +53,15 @@ type health struct {
 	stalled       bool
 }
 
-// observe reads the releases' conditions from the cache.
+// observe reads the releases' conditions from the API server: this
+// reconcile may just have changed their specs, and the cache may still hold
+// the previous generation, observed and Ready.
 func (r *Reconciler) observe(ctx context.Context, desired []*release) health {
 	h := health{total: len(desired)}
 	for _, rel := range desired {
 		key := rel.HR.Namespace + "/" + rel.HR.Name
 		hr := &helmv2.HelmRelease{}
-		if err := r.Get(ctx, client.ObjectKeyFromObject(rel.HR), hr); err != nil {
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(rel.HR), hr); err != nil {
 			h.pending = append(h.pending, key)
 			continue
 		}
