@@ -48,19 +48,7 @@ func jsonValues(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{R
 // requestReconcile asks for a reconcile the way Flux clients do and waits
 // until the operator says it handled it.
 func requestReconcile(ctx context.Context, t *framework.Tenant, token string) {
-	b, err := t.Bundle(ctx, "tenant")
-	Expect(err).NotTo(HaveOccurred())
-	patch := client.MergeFrom(b.DeepCopy())
-	if b.Annotations == nil {
-		b.Annotations = map[string]string{}
-	}
-	b.Annotations["reconcile.fluxcd.io/requestedAt"] = token
-	Expect(t.Client.Patch(ctx, b, patch)).To(Succeed())
-	Eventually(func(g Gomega) string {
-		b, err := t.Bundle(ctx, "tenant")
-		g.Expect(err).NotTo(HaveOccurred())
-		return b.Status.LastHandledReconcileAt
-	}).WithContext(ctx).Should(Equal(token))
+	framework.RequestReconcile(ctx, t, token)
 }
 
 // workloadUIDs identifies the installed workloads, to prove nothing was

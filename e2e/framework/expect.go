@@ -3,12 +3,33 @@ package framework
 import (
 	"context"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
+
+// RequestReconcile asks the operator to reconcile the TenantBundle "tenant"
+// (Flux's requestedAt annotation) and waits until it says it has: proof that
+// the operator running now has looked, not one that ran before.
+func RequestReconcile(ctx context.Context, t *Tenant, token string) {
+	b, err := t.Bundle(ctx, "tenant")
+	Expect(err).NotTo(HaveOccurred())
+	patch := client.MergeFrom(b.DeepCopy())
+	if b.Annotations == nil {
+		b.Annotations = map[string]string{}
+	}
+	b.Annotations[meta.ReconcileRequestAnnotation] = token
+	Expect(t.Client.Patch(ctx, b, patch)).To(Succeed())
+	Eventually(func(g Gomega) string {
+		b, err := t.Bundle(ctx, "tenant")
+		g.Expect(err).NotTo(HaveOccurred())
+		return b.Status.LastHandledReconcileAt
+	}).WithContext(ctx).Should(Equal(token))
+}
 
 // ExpectReady waits for the TenantBundle "tenant" to be Ready at its latest
 // generation.

@@ -209,11 +209,12 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		Expect(*b.Spec.Addons["cert-manager-crds"].Enabled).To(BeFalse(), "the re-seed undid the tenant admin's toggle")
 
 		By("the new operator pod replacing the old one (Recreate) and finding everything in place")
-		for _, p := range operator.Procs {
-			Expect(p.Kill()).To(Succeed())
-		}
+		// As the kubelet ends a pod: SIGTERM, so its lease is handed over.
+		Expect(operator.Stop()).To(Succeed())
 		operator, err = tw.RunWorkload(ctx, d, world.RunOptions{Binaries: map[string]string{seed.DefaultImage: operatorBin}})
 		Expect(err).NotTo(HaveOccurred())
+		// The old operator's Ready proves nothing about the new one.
+		framework.RequestReconcile(ctx, t, "after-reseed")
 		framework.ExpectReady(ctx, t)
 		after, err := framework.ReleaseHistory(ctx, t.Client)
 		Expect(err).NotTo(HaveOccurred())

@@ -165,8 +165,8 @@ func (r *Reconciler) readBack(ctx context.Context, ts *seederv1.TenantSeed, c cl
 	conditions.MarkTrue(ts, TenantReachableCondition, ReasonTenantStatus, "tenant API reachable")
 	conds := make([]metav1.Condition, len(tb.Status.Conditions))
 	copy(conds, tb.Status.Conditions)
-	if !equality.Semantic.DeepEqual(conds, ts.Status.TenantConditions) {
-		ts.Status.TenantConditions = conds
+	if !equality.Semantic.DeepEqual(conds, ts.Status.TenantConditions) || ts.Status.TenantGeneration != tb.Generation {
+		ts.Status.TenantConditions, ts.Status.TenantGeneration = conds, tb.Generation
 		now := metav1.Now()
 		ts.Status.LastReadTime = &now
 	}
@@ -194,6 +194,11 @@ func summarize(ts *seederv1.TenantSeed, err error) {
 	ready := meta.FindStatusCondition(ts.Status.TenantConditions, tenantv1.ReadyCondition)
 	if ready == nil {
 		conditions.MarkUnknown(ts, ReadyCondition, ReasonTenantStatus, "the tenant has not reported yet")
+		return
+	}
+	if ready.ObservedGeneration < ts.Status.TenantGeneration {
+		conditions.MarkUnknown(ts, ReadyCondition, ReasonTenantStatus,
+			"the tenant has not reported on generation %d of its TenantBundle yet", ts.Status.TenantGeneration)
 		return
 	}
 	msg := fmt.Sprintf("tenant: %s", ready.Message)

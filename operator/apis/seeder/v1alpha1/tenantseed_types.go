@@ -62,6 +62,10 @@ type TenantSeedStatus struct {
 	// TenantConditions are the tenant's TenantBundle conditions as last read.
 	// +optional
 	TenantConditions []metav1.Condition `json:"tenantConditions,omitempty"`
+	// TenantGeneration is the TenantBundle's generation when TenantConditions
+	// were read; a condition of an older generation is about an older spec.
+	// +optional
+	TenantGeneration int64 `json:"tenantGeneration,omitempty"`
 	// LastReadTime is when the tenant's status was last read.
 	// +optional
 	LastReadTime *metav1.Time `json:"lastReadTime,omitempty"`
