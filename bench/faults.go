@@ -7,9 +7,11 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -162,14 +164,29 @@ func faultTrialRun(ctx context.Context, bin string, o options, kind string, at t
 	return tr, err
 }
 
-// waitConverged waits until the TenantBundle is Ready at its generation and
-// every node is Ready: a Ready bundle over a node that never came back (its
-// CNI pod lost, say) would not be a recovered cluster.
+// waitConverged asks the operator for a reconcile once the fault is over
+// and waits until it has handled that request with the TenantBundle Ready
+// at its generation, and every node is Ready: a Ready left over from before
+// a fault that came after the bootstrap proves nothing, and a Ready bundle
+// over a node that never came back (its CNI pod lost, say) would not be a
+// recovered cluster.
 func waitConverged(ctx context.Context, t *framework.Tenant) error {
+	token := fmt.Sprintf("converged-%d", time.Now().UnixNano())
+	requested := false
 	return wait.PollUntilContextTimeout(ctx, pollEvery, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		b, err := t.Bundle(ctx, "tenant")
-		if err != nil || !conditions.IsReady(b) || b.Status.ObservedGeneration != b.Generation {
+		if err != nil {
 			return false, client.IgnoreNotFound(err)
+		}
+		if !requested {
+			// Retried on the next poll: the API server may still be warming up.
+			patch := client.MergeFrom(b.DeepCopy())
+			b.SetAnnotations(labels.Merge(b.GetAnnotations(), map[string]string{meta.ReconcileRequestAnnotation: token}))
+			requested = t.Client.Patch(ctx, b, patch) == nil
+			return false, nil
+		}
+		if b.Status.LastHandledReconcileAt != token || !conditions.IsReady(b) || b.Status.ObservedGeneration != b.Generation {
+			return false, nil
 		}
 		var nodes corev1.NodeList
 		if err := t.Client.List(ctx, &nodes); err != nil {

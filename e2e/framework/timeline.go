@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -171,11 +172,21 @@ func (t *Timeline) String() string {
 }
 
 // MustFirst is the first recorded event of a kind and name; an empty what
-// matches any. It fails the spec, with the timeline, when there is none.
+// matches any. The timeline's informers deliver after the API server has
+// answered other clients, so it waits for the event to arrive (bounded);
+// it fails the spec, with the timeline, when there is none.
 func (t *Timeline) MustFirst(kind, ns, name, what string) Event {
-	e, ok := t.First(func(e Event) bool {
-		return e.Kind == kind && e.Namespace == ns && e.Name == name && (what == "" || e.What == what)
-	})
-	gomega.Expect(ok).To(gomega.BeTrue(), "no %s %s/%s %s in the timeline:\n%s", kind, ns, name, what, t.String())
+	var e Event
+	gomega.Eventually(func(g gomega.Gomega) {
+		var ok bool
+		e, ok = t.First(func(e Event) bool {
+			return e.Kind == kind && e.Namespace == ns && e.Name == name && (what == "" || e.What == what)
+		})
+		g.Expect(ok).To(gomega.BeTrue(), "no %s %s/%s %s in the timeline:\n%s", kind, ns, name, what, t.String())
+	}).WithTimeout(timelineLag).Should(gomega.Succeed())
 	return e
 }
+
+// timelineLag bounds how long an event the API server has already served
+// may take to reach the timeline's informers.
+const timelineLag = 30 * time.Second

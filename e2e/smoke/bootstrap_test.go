@@ -57,6 +57,14 @@ var _ = Describe("A fresh tenant cluster", Ordered, func() {
 		}
 
 		By("pod-network pods staying Pending: unschedulable, or scheduled without a sandbox")
+		// First the pods exist and the tolerating one is scheduled, so the
+		// Consistently below holds on what stays, not on what is still coming.
+		Eventually(func(g Gomega) {
+			g.Expect(listPods(ctx, ns, map[string]string{"app": "web"})).To(HaveLen(2))
+			earlyPods := listPods(ctx, ns, map[string]string{"app": "early"})
+			g.Expect(earlyPods).To(HaveLen(1))
+			g.Expect(earlyPods[0].Spec.NodeName).NotTo(BeEmpty())
+		}).WithContext(ctx).Should(Succeed())
 		Consistently(func(g Gomega) {
 			webPods := listPods(ctx, ns, map[string]string{"app": "web"})
 			g.Expect(webPods).To(HaveLen(2))

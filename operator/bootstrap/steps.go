@@ -15,9 +15,10 @@ func (c *Component) request() helm.Request {
 		Chart: c.Chart, Values: c.Values, Digest: c.Digest}
 }
 
-// Install installs the release; after a failed first install it supersedes
-// the failed revision instead of uninstalling: a bootstrap component is
-// never removed by remediation.
+// Install installs the release; after a failed first install it installs
+// again over the failed revision (Helm's replace, which leaves that revision
+// in the history as failed) instead of uninstalling: a bootstrap component
+// is never removed by remediation.
 type Install struct{ helm *helm.Client }
 
 func (s *Install) Name() string { return "install" }
