@@ -175,6 +175,11 @@ var _ = Describe("The cozy-in-cozy catalog", Ordered, func() {
 		Expect(next.Name).To(Equal("probe"))
 		next.Spec.Variants[0].Components[0].Path = "apps/probe-v2"
 		Expect(framework.Apply(ctx, t.Client, next)).To(Succeed())
+
+		By("installing it again reports on the new chart, not on the running version's Ready")
+		out, err = t.CLI(ctx, cliBin, "--wait", "2m", "catalog", "install", "probe")
+		Expect(err).To(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring(packages.ReasonPrivilegedNotConfirmed))
 		Eventually(func(g Gomega) {
 			stalled := conditions.Get(currentPackage(ctx, g, t, "probe"), meta.StalledCondition)
 			g.Expect(stalled).NotTo(BeNil())

@@ -110,10 +110,15 @@ func (c *Catalog) Install(ctx context.Context, app string, o InstallOptions) err
 	if ps.Labels[tenantv1.AddonLabel] != "" {
 		return fmt.Errorf("%s is an addon: use `kubectl tenant addons enable %s`", app, ps.Labels[tenantv1.AddonLabel])
 	}
+	// The request makes the operator look again even when the spec is
+	// unchanged (a PackageSource moved to a new chart, say), and tells this
+	// client when the status is about the catalog as it is now.
+	token := time.Now().UTC().Format(time.RFC3339Nano)
 	pkg := &cozyv1.Package{
-		TypeMeta:   metav1.TypeMeta{APIVersion: cozyv1.GroupVersion.String(), Kind: "Package"},
-		ObjectMeta: metav1.ObjectMeta{Name: app},
-		Spec:       cozyv1.PackageSpec{Variant: o.Variant},
+		TypeMeta: metav1.TypeMeta{APIVersion: cozyv1.GroupVersion.String(), Kind: "Package"},
+		ObjectMeta: metav1.ObjectMeta{Name: app,
+			Annotations: map[string]string{meta.ReconcileRequestAnnotation: token}},
+		Spec: cozyv1.PackageSpec{Variant: o.Variant},
 	}
 	vals, err := readValues(o.ValueFiles, o.Set)
 	if err != nil {
@@ -140,13 +145,13 @@ func (c *Catalog) Install(ctx context.Context, app string, o InstallOptions) err
 	if c.Wait == 0 {
 		return nil
 	}
-	return c.settle(ctx, app, o.ConfirmPrivileged)
+	return c.settle(ctx, app, token, o.ConfirmPrivileged)
 }
 
 // settle waits for the operator's verdict and, when asked to, confirms the
 // privileges it found once, showing them.
-func (c *Catalog) settle(ctx context.Context, app string, confirm bool) error {
-	pkg, err := c.verdict(ctx, app)
+func (c *Catalog) settle(ctx context.Context, app, token string, confirm bool) error {
+	pkg, err := c.verdict(ctx, app, token)
 	if err != nil {
 		return err
 	}
@@ -155,7 +160,7 @@ func (c *Catalog) settle(ctx context.Context, app string, confirm bool) error {
 		if err := c.confirm(ctx, pkg); err != nil {
 			return err
 		}
-		if pkg, err = c.verdict(ctx, app); err != nil {
+		if pkg, err = c.verdict(ctx, app, ""); err != nil {
 			return err
 		}
 	}
@@ -165,7 +170,7 @@ func (c *Catalog) settle(ctx context.Context, app string, confirm bool) error {
 // Confirm confirms the privileges the operator found in the app's current
 // rendering (printed first), by their fingerprint.
 func (c *Catalog) Confirm(ctx context.Context, app string) error {
-	pkg, err := c.verdict(ctx, app)
+	pkg, err := c.verdict(ctx, app, "")
 	if err != nil {
 		return err
 	}
@@ -178,7 +183,7 @@ func (c *Catalog) Confirm(ctx context.Context, app string) error {
 	if c.Wait == 0 {
 		return nil
 	}
-	if pkg, err = c.verdict(ctx, app); err != nil {
+	if pkg, err = c.verdict(ctx, app, ""); err != nil {
 		return err
 	}
 	return c.report(pkg)
@@ -204,17 +209,19 @@ func (c *Catalog) confirm(ctx context.Context, pkg *cozyv1.Package) error {
 	return c.Client.Patch(ctx, u, client.Apply, client.FieldOwner(ConfirmManager), client.ForceOwnership)
 }
 
-// verdict waits until the operator has handled the Package's spec and it is
-// Ready, Stalled, or failed in Flux; still installing when c.Wait runs out
-// is an error that says what it waits for.
-func (c *Catalog) verdict(ctx context.Context, app string) (*cozyv1.Package, error) {
+// verdict waits until the operator has handled the Package's spec (and the
+// reconcile request token, when given) and it is Ready, Stalled, or failed
+// in Flux; still installing when c.Wait runs out is an error that says what
+// it waits for.
+func (c *Catalog) verdict(ctx context.Context, app, token string) (*cozyv1.Package, error) {
 	pkg := &cozyv1.Package{}
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, c.Wait, true, func(ctx context.Context) (bool, error) {
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: app}, pkg); err != nil {
 			return false, err
 		}
 		ready := apimeta.FindStatusCondition(pkg.Status.Conditions, meta.ReadyCondition)
-		if pkg.Status.ObservedGeneration < pkg.Generation || ready == nil {
+		if pkg.Status.ObservedGeneration < pkg.Generation || ready == nil ||
+			(token != "" && pkg.Status.LastHandledReconcileAt != token) {
 			return false, nil
 		}
 		return ready.Status == metav1.ConditionTrue || apimeta.IsStatusConditionTrue(pkg.Status.Conditions, meta.StalledCondition) ||

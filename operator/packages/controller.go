@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +66,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	before := pkg.DeepCopy()
 	var health health
 	defer func() {
+		if v, ok := meta.ReconcileAnnotationValue(pkg.GetAnnotations()); ok {
+			pkg.Status.LastHandledReconcileAt = v
+		}
 		summarize(pkg, retErr, health)
 		if _, isTerminal := outcome.Classify(retErr); retErr == nil || isTerminal {
 			pkg.Status.ObservedGeneration = pkg.Generation

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/fluxcd/pkg/runtime/predicates"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cozystack/tenant-operator/internal/outcome"
@@ -30,7 +32,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("package").
 		WithOptions(controller.Options{RateLimiter: outcome.RateLimiter()}).
-		For(&cozyv1.Package{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&cozyv1.Package{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
 		Owns(&helmv2.HelmRelease{}, builder.WithPredicates(readyChanged())).
 		// A dependency turning Ready (or not) wakes its dependents.
 		Watches(&cozyv1.Package{}, handler.EnqueueRequestsFromMapFunc(r.dependents),

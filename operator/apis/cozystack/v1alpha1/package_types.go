@@ -64,6 +64,12 @@ type PackageStatus struct {
 	// component declares install.privileged).
 	// +optional
 	Privileged *PrivilegedStatus `json:"privileged,omitempty"`
+	// LastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt
+	// annotation value handled: a client that asked for a reconcile knows
+	// the status is about the PackageSource and artifact as they are now,
+	// which the generation alone does not tell.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // Package installs a variant of a PackageSource.
