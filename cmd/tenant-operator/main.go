@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -90,7 +91,9 @@ func main() {
 	}
 	var opts options
 	opts.bindFlags(flag.CommandLine)
-	zapOpts := zap.Options{}
+	// Timestamps to the nanosecond: a bootstrap step takes milliseconds,
+	// and the logs are read next to the API server's audit log.
+	zapOpts := zap.Options{TimeEncoder: zapcore.RFC3339NanoTimeEncoder}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
