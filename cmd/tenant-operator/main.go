@@ -12,8 +12,8 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -117,8 +117,12 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	applier := apply.New(direct)
-	fluxCRDs, err := installCRDs(ctx, applier, opts.crdTimeout)
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
+		return err
+	}
+	probe := dc.RESTClient()
+	if err := installCRDs(ctx, applier, probe, opts.crdTimeout); err != nil {
 		return err
 	}
 
@@ -216,31 +220,21 @@ func run(ctx context.Context, opts options) error {
 			Store:     store,
 		}).SetupWithManager(mgr)
 	}
-	if err := mgr.Add(&addons.Starter{Manager: mgr, Apply: applier, CRDs: fluxCRDs, Timeout: opts.crdTimeout, Setup: fluxTiers}); err != nil {
+	if err := mgr.Add(&addons.Starter{Manager: mgr, Apply: applier, Probe: probe, CRDs: flux.CRDs, Timeout: opts.crdTimeout, Setup: fluxTiers}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
 }
 
-// installCRDs applies our CRDs and waits until they are established, so the
-// controllers that follow can watch them, and returns the Flux CRDs, which
-// addons.Starter applies once the manager runs. It runs on every start, so
+// installCRDs applies our CRDs and waits until the API server serves them,
+// so the controllers that follow can watch them. It runs on every start, so
 // the CRDs always match the binary.
-func installCRDs(ctx context.Context, applier *apply.Engine, timeout time.Duration) ([]*unstructured.Unstructured, error) {
+func installCRDs(ctx context.Context, applier *apply.Engine, probe rest.Interface, timeout time.Duration) error {
 	objs, err := apply.ReadManifests(manifests.CRDs, "crds/*.yaml")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	fluxCRDs, err := flux.CRDs()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if _, err := applier.ApplyStaged(ctx, objs, timeout); err != nil {
-		return nil, err
-	}
-	return fluxCRDs, nil
+	return applier.Establish(ctx, probe, objs, timeout)
 }
 
 func newLock(cfg *rest.Config, opts options) (resourcelock.Interface, error) {

@@ -20,9 +20,9 @@ const (
 	Deployment = "flux"
 )
 
-// CRDs returns the Flux CRDs: the operator installs them at start, with its
-// own, so that HelmReleases and ExternalArtifacts can be watched and written
-// before the controllers run.
+// CRDs returns the Flux CRDs: the operator installs them before the addon
+// tier's controllers start, so that HelmReleases and ExternalArtifacts can
+// be watched and written before the Flux controllers run.
 func CRDs() ([]*unstructured.Unstructured, error) {
 	return apply.ReadManifests(manifests.Flux, "flux/crds/*.yaml")
 }

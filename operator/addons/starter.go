@@ -10,6 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -28,7 +29,10 @@ import (
 type Starter struct {
 	Manager ctrl.Manager
 	Apply   *apply.Engine
-	CRDs    []*unstructured.Unstructured
+	// Probe asks the API server whether it serves the new resources.
+	Probe rest.Interface
+	// CRDs parses the Flux CRDs, off the start's critical path.
+	CRDs    func() ([]*unstructured.Unstructured, error)
 	Timeout time.Duration
 	// Setup registers the controllers.
 	Setup func(ctrl.Manager) error
@@ -63,13 +67,11 @@ func (s *Starter) Start(ctx context.Context) error {
 }
 
 func (s *Starter) install(ctx context.Context) error {
-	if _, err := s.Apply.Correct(ctx, s.CRDs); err != nil {
-		return fmt.Errorf("applying the Flux CRDs: %w", err)
+	crds, err := s.CRDs()
+	if err != nil {
+		return err
 	}
-	if err := s.Apply.Wait(ctx, s.CRDs, s.Timeout); err != nil {
-		return fmt.Errorf("waiting for the Flux CRDs: %w", err)
-	}
-	return nil
+	return s.Apply.Establish(ctx, s.Probe, crds, s.Timeout)
 }
 
 // NeedLeaderElection is false: registering controllers is not acting; the
