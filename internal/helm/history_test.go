@@ -59,8 +59,13 @@ func TestHistoryTrustsTheWatchCacheOnlyWhereItAgrees(t *testing.T) {
 		etcd       []revision
 		want       revision
 		consistent int
+		// then is how many consistent lists the next read makes once the
+		// cache has caught up: 0 when what was read is known for certain.
+		then int
 	}{
 		{name: "nothing known yet: consistent", cache: []revision{v1}, etcd: []revision{v1}, want: v1, consistent: 1},
+		{name: "nothing known, no history: absent on the cache's word", want: revision{}},
+		{name: "nothing known, a stale cache shows none: absent, and not known", etcd: []revision{v1}, want: revision{}, then: 1},
 		{name: "cache agrees with what was read: no consistent list", known: &v1, cache: []revision{v1}, etcd: []revision{v1}, want: v1},
 		{name: "our upgrade not in the cache yet", known: &v1, write: wrote(v2, nil), cache: []revision{v1}, etcd: []revision{v1, v2}, want: v2, consistent: 1},
 		{name: "cache still shows our upgrade pending", known: &v1, write: wrote(v2, nil), cache: []revision{v1, v2pending}, etcd: []revision{v1, v2}, want: v2, consistent: 1},
@@ -89,14 +94,16 @@ func TestHistoryTrustsTheWatchCacheOnlyWhereItAgrees(t *testing.T) {
 			if api.consistent != tc.consistent {
 				t.Errorf("consistent lists = %d, want %d", api.consistent, tc.consistent)
 			}
-			// Whatever was read is now known: the next read agrees with the
-			// cache once the cache has caught up, and lists nothing more.
+			// Whatever was read for certain is now known: the next read
+			// agrees with the cache once the cache has caught up, and lists
+			// nothing more. An absence believed on the cache's word is not
+			// known: a revision appearing later is confirmed.
 			api.cache, api.consistent = api.etcd, 0
 			if _, err := c.history(context.Background(), "cozy-cilium", "cilium"); err != nil {
 				t.Fatal(err)
 			}
-			if api.consistent != 0 {
-				t.Errorf("a cache that caught up was not believed: %d consistent lists", api.consistent)
+			if api.consistent != tc.then {
+				t.Errorf("next read made %d consistent lists, want %d", api.consistent, tc.then)
 			}
 		})
 	}
