@@ -149,15 +149,15 @@ func ConditionPatch(obj client.Object, gvk schema.GroupVersionKind, c metav1.Con
 	return u, nil
 }
 
-// waitPoll is how often a staged apply or Wait re-reads what it waits for.
+// waitPoll is how often a staged apply or a wait re-reads what it waits for.
 // It waits for CRDs at operator start: one is Established within tens of
 // milliseconds, and everything after the start waits on them, so a coarse
 // poll would sit directly on the bootstrap's critical path. The polls are
 // GETs of a handful of objects and last only as long as the wait.
 const waitPoll = 25 * time.Millisecond
 
-// Wait blocks until every object is Current by kstatus (a CRD: Established).
-func (e *Engine) Wait(ctx context.Context, objs []*unstructured.Unstructured, timeout time.Duration) error {
+// waitCurrent blocks until every object is Current by kstatus (a CRD: Established).
+func (e *Engine) waitCurrent(ctx context.Context, objs []*unstructured.Unstructured, timeout time.Duration) error {
 	return e.rm.WaitForSetWithContext(ctx, object.UnstructuredSetToObjMetadataSet(objs),
 		ssa.WaitOptions{Interval: waitPoll, Timeout: timeout})
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // Establish applies CRDs and returns once the API server serves the
-// resources they define: applied, Established, and watchable (WaitServed).
+// resources they define: applied, Established, and watchable (waitServed).
 // It runs on every operator start and sits on the bootstrap's critical path,
 // so the CRDs are applied all at once, each with a single forced apply:
 // there is no dry-run diff first because an apply that changes nothing
@@ -35,13 +35,13 @@ func (e *Engine) Establish(ctx context.Context, probe rest.Interface, crds []*un
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	if err := e.Wait(ctx, crds, timeout); err != nil {
+	if err := e.waitCurrent(ctx, crds, timeout); err != nil {
 		return fmt.Errorf("waiting for CustomResourceDefinitions to be established: %w", err)
 	}
-	return WaitServed(ctx, probe, crds, timeout)
+	return waitServed(ctx, probe, crds, timeout)
 }
 
-// WaitServed waits, after the CRDs are established, until the API server
+// waitServed waits, after the CRDs are established, until the API server
 // serves watches of the resources they define.
 //
 // Established is not enough for a controller about to watch them: the API
@@ -55,7 +55,7 @@ func (e *Engine) Establish(ctx context.Context, probe rest.Interface, crds []*un
 // accepts means the cache is filled; it is closed at once. The probe must
 // not be retried by client-go, which honours the 429's Retry-After of a
 // whole second.
-func WaitServed(ctx context.Context, rc rest.Interface, crds []*unstructured.Unstructured, timeout time.Duration) error {
+func waitServed(ctx context.Context, rc rest.Interface, crds []*unstructured.Unstructured, timeout time.Duration) error {
 	g, ctx := errgroup.WithContext(ctx)
 	for _, crd := range crds {
 		gvr, ok := servedResource(crd)
