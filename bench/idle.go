@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/cozystack/tenant-operator/e2e/framework"
-	"github.com/cozystack/tenant-operator/e2e/world"
 	"github.com/cozystack/tenant-operator/internal/seed"
 )
 
@@ -23,6 +18,8 @@ type idleResult struct {
 	other  int
 	byVerb map[string]int
 	mem    memory
+	// floor is the same binary's RSS at its first API request.
+	floor memory
 	// settle counts the same for the settle period before the window.
 	settle *idleResult
 	// toggle holds, per round, addon enabled → its HelmRelease created.
@@ -32,31 +29,21 @@ type idleResult struct {
 	dependency []time.Duration
 }
 
-// auditPolicy records every request at Metadata level, once per request.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Metadata
-`
-
 // measureIdle bootstraps a tenant with the API server's audit log on, waits
 // for Ready, then counts the operator's requests over the window from the
 // audit log (filtered by its ServiceAccount) and reads its RSS at the end.
 func measureIdle(ctx context.Context, bin string, o options) (idleResult, error) {
 	nodes, window := o.nodes, o.idle
-	dir, err := os.MkdirTemp("", "bench-audit-")
+	floor, err := measureFloor(ctx, bin)
+	if err != nil {
+		return idleResult{}, fmt.Errorf("RSS before the first API request: %w", err)
+	}
+	log, args, cleanup, err := auditing()
 	if err != nil {
 		return idleResult{}, err
 	}
-	defer os.RemoveAll(dir)
-	policy, log := filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "audit.log")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
-		return idleResult{}, err
-	}
-	w, err := newWorld(ctx, "bench-idle", nodes, map[string][]string{
-		world.KubeAPIServer: {"--audit-policy-file=" + policy, "--audit-log-path=" + log, "--audit-log-format=json"},
-	})
+	defer cleanup()
+	w, err := newWorld(ctx, "bench-idle", nodes, args)
 	if err != nil {
 		return idleResult{}, err
 	}
@@ -101,7 +88,7 @@ func measureIdle(ctx context.Context, bin string, o options) (idleResult, error)
 	}
 	to := time.Now()
 	from := ready.Add(settle)
-	res := idleResult{window: to.Sub(from), byVerb: map[string]int{}}
+	res := idleResult{window: to.Sub(from), byVerb: map[string]int{}, floor: floor}
 	res.settle = &idleResult{window: settle, byVerb: map[string]int{}}
 	if res.mem, err = rss(t.Operator.Procs[0].PID()); err != nil {
 		return idleResult{}, err
@@ -133,31 +120,12 @@ func measureIdle(ctx context.Context, bin string, o options) (idleResult, error)
 // opens; what the operator does in it is reported on its own line.
 const settle = 30 * time.Second
 
-type auditEvent struct {
-	Stage     string                                  `json:"stage"`
-	Verb      string                                  `json:"verb"`
-	Received  time.Time                               `json:"requestReceivedTimestamp"`
-	User      struct{ Username string }               `json:"user"`
-	ObjectRef *struct{ Resource, Subresource string } `json:"objectRef"`
-}
-
 func countRequests(path, user string, from, to time.Time, res *idleResult) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return err
-		}
+	return readAudit(path, func(e *auditEvent) {
 		// One entry per request: a watch at its start, anything else when done.
 		once := (e.Verb == "watch" && e.Stage == "ResponseStarted") || (e.Verb != "watch" && e.Stage == "ResponseComplete")
 		if !once || e.User.Username != user || e.Received.Before(from) || e.Received.After(to) {
-			continue
+			return
 		}
 		res.requests++
 		what := e.Verb
@@ -165,16 +133,15 @@ func countRequests(path, user string, from, to time.Time, res *idleResult) error
 			what += " " + strings.TrimSuffix(e.ObjectRef.Resource+"/"+e.ObjectRef.Subresource, "/")
 		}
 		res.byVerb[what]++
-		if e.ObjectRef == nil || e.ObjectRef.Resource != "leases" {
+		if e.resource() != "leases" {
 			res.other++
 		}
 		switch e.Verb {
 		case "create", "update", "patch", "delete", "deletecollection":
 			res.writes++
-			if e.ObjectRef != nil && e.ObjectRef.Resource == "leases" {
+			if e.resource() == "leases" {
 				res.leaseWrites++
 			}
 		}
-	}
-	return sc.Err()
+	})
 }
