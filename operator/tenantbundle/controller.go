@@ -15,6 +15,7 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/tenant-operator/internal/apply"
@@ -43,6 +44,9 @@ type Reconciler struct {
 	KubeMinor func() (string, error)
 
 	charts chartCache
+	// informers tells the event handlers whether the TenantBundle cache
+	// has synced (see allBundles).
+	informers cache.Informers
 }
 
 // Reconcile brings the cluster to what the TenantBundle describes. It has no

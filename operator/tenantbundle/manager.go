@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -36,6 +37,7 @@ const (
 // is won (warmup): both keep cache syncing off the bootstrap's critical path.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetCache()
+	r.informers = c
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("tenantbundle").
 		WatchesRawSource(watch.Objects(c, &tenantv1.TenantBundle{}, &handler.EnqueueRequestForObject{},
@@ -50,8 +52,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
-// allBundles maps any event to every TenantBundle (one per cluster).
+// allBundles maps any event to every TenantBundle (one per cluster). Until
+// the TenantBundle informer has synced it maps to nothing: the cache read
+// would block the calling informer's event delivery meanwhile (the cache
+// polls for the sync every 100 ms), which held the Node source, and with it
+// the workers, for 0.1 s at start in half of the bootstraps measured. Nothing
+// is lost: every TenantBundle's own initial event enqueues it, for a
+// reconcile that reads the nodes and workloads as they are by then.
 func (r *Reconciler) allBundles(ctx context.Context, o client.Object) []reconcile.Request {
+	inf, err := r.informers.GetInformer(ctx, &tenantv1.TenantBundle{}, cache.BlockUntilSynced(false))
+	if err == nil && !inf.HasSynced() {
+		return nil
+	}
 	return addons.AllBundles(r.Client)(ctx, o)
 }
 
