@@ -29,7 +29,7 @@ type options struct {
 	out                                        string
 	nodes                                      int
 	sizes, faultKinds                          string
-	strict, keepLogs                           bool
+	strict, keepLogs, breakdown                bool
 	heapProfile, cpuProfile                    string
 }
 
@@ -46,6 +46,7 @@ func main() {
 	flag.BoolVar(&o.strict, "strict", false, "exit non-zero when a fault trial does not converge or leaves a pending/failed revision or a recreated workload (timings are never judged)")
 	flag.StringVar(&o.heapProfile, "heap-profile", "", "write the operator's heap profile at the end of the idle window to this file (go tool pprof)")
 	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "profile the operator during one extra, untimed bootstrap and write the CPU profile to this file (go tool pprof)")
+	flag.BoolVar(&o.breakdown, "breakdown", true, "one extra bootstrap with the API server's audit log on, to split the operator's latency from the cluster's")
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the logs of every operator bootstrap and fault trial in _artifacts (fault trials that did not converge are always kept)")
 	flag.StringVar(&o.faultKinds, "faults", strings.Join(faultOrder, ","), "fault kinds to run trials of")
 	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "where to write the report")
@@ -81,7 +82,7 @@ func run(ctx context.Context, o options) error {
 	if o.cpuProfile != "" {
 		// A bootstrap of its own: profiling costs CPU, so it is not timed.
 		fmt.Println("profiling one bootstrap")
-		if _, err := measureOperator(ctx, operator, o.nodes, o.cpuProfile, o.keepLogs); err != nil {
+		if _, err := measureOperator(ctx, operator, o.nodes, o.cpuProfile, o.keepLogs, nil); err != nil {
 			return fmt.Errorf("profiled bootstrap: %w", err)
 		}
 	}
@@ -92,6 +93,12 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		r.speed = append(r.speed, s)
+	}
+	if o.breakdown {
+		fmt.Println("breakdown: one bootstrap with the audit log on")
+		if r.breakdown, err = measureBreakdown(ctx, operator, o.nodes, o.keepLogs); err != nil {
+			return fmt.Errorf("breakdown: %w", err)
+		}
 	}
 	for _, n := range sizes {
 		fmt.Printf("size: %d nodes\n", n)
@@ -142,7 +149,7 @@ type speed struct {
 func measureSpeed(ctx context.Context, operator string, nodes int, keepLogs bool) (speed, error) {
 	s := speed{nodes: nodes}
 	var err error
-	if s.operator, err = measureOperator(ctx, operator, nodes, "", keepLogs); err != nil {
+	if s.operator, err = measureOperator(ctx, operator, nodes, "", keepLogs, nil); err != nil {
 		return s, fmt.Errorf("operator bootstrap: %w", err)
 	}
 	if s.limit, err = measureCriticalPath(ctx, nodes); err != nil {

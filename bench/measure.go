@@ -27,6 +27,8 @@ import (
 
 type operatorRun struct {
 	applyToReady, startToReady time.Duration
+	// created and ready are when the TenantBundle was created and seen Ready.
+	created, ready time.Time
 }
 
 type limitRun struct {
@@ -49,8 +51,8 @@ func newWorld(ctx context.Context, name string, nodes int, extra map[string][]st
 
 // measureOperator times the operator from its start, and from the
 // TenantBundle's creation, to TenantBundle Ready.
-func measureOperator(ctx context.Context, bin string, nodes int, cpuProfile string, keepLogs bool) (operatorRun, error) {
-	w, err := newWorld(ctx, "bench-operator", nodes, nil)
+func measureOperator(ctx context.Context, bin string, nodes int, cpuProfile string, keepLogs bool, apiServerArgs map[string][]string) (operatorRun, error) {
+	w, err := newWorld(ctx, "bench-operator", nodes, apiServerArgs)
 	if err != nil {
 		return operatorRun{}, err
 	}
@@ -107,7 +109,7 @@ func measureOperator(ctx context.Context, bin string, nodes int, cpuProfile stri
 	if err := <-profiled; err != nil {
 		return operatorRun{}, err
 	}
-	return operatorRun{applyToReady: now.Sub(applied), startToReady: now.Sub(start)}, nil
+	return operatorRun{applyToReady: now.Sub(applied), startToReady: now.Sub(start), created: applied, ready: now}, nil
 }
 
 func waitBundleReady(ctx context.Context, t *framework.Tenant) error {

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cozystack/tenant-operator/e2e/world"
+)
+
+// auditPolicy records every request at Metadata level, once per request.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+`
+
+// auditing prepares an audit log for a world's API server: the log's path,
+// the kube-apiserver arguments that write it, and a cleanup.
+func auditing() (string, map[string][]string, func(), error) {
+	dir, err := os.MkdirTemp("", "bench-audit-")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	policy, log := filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+		cleanup()
+		return "", nil, nil, err
+	}
+	args := map[string][]string{
+		world.KubeAPIServer: {"--audit-policy-file=" + policy, "--audit-log-path=" + log, "--audit-log-format=json"},
+	}
+	return log, args, cleanup, nil
+}
+
+type auditEvent struct {
+	Stage      string                    `json:"stage"`
+	Verb       string                    `json:"verb"`
+	RequestURI string                    `json:"requestURI"`
+	Received   time.Time                 `json:"requestReceivedTimestamp"`
+	Completed  time.Time                 `json:"stageTimestamp"`
+	User       struct{ Username string } `json:"user"`
+	ObjectRef  *struct {
+		Resource, Subresource, Namespace, Name string
+	} `json:"objectRef"`
+}
+
+// resource is the event's resource ("" for a non-resource request).
+func (e *auditEvent) resource() string {
+	if e.ObjectRef == nil {
+		return ""
+	}
+	return e.ObjectRef.Resource
+}
+
+// readAudit calls fn with every event of the log, in the log's order.
+func readAudit(path string, fn func(*auditEvent)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return err
+		}
+		fn(&e)
+	}
+	return sc.Err()
+}

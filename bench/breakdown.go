@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cozystack/tenant-operator/bundles"
+	"github.com/cozystack/tenant-operator/internal/bundle"
+	"github.com/cozystack/tenant-operator/internal/seed"
+)
+
+// breakdown splits one bootstrap by where its time went, read from the API
+// server's audit log: the operator's own latency at the three points where
+// it, not the cluster, is what the bootstrap waits for. Everything else is
+// Helm installing and the cluster rolling out, which the critical-path limit
+// contains too.
+type breakdown struct {
+	total time.Duration
+	// startup is the TenantBundle's creation to the operator's first
+	// request about the first component's release: its CRDs served, its
+	// caches and lease, the artifact pulled, the plan.
+	startup time.Duration
+	// listed is the part of startup until the operator's cache lists
+	// TenantBundles: its CRDs served and its manager started.
+	listed time.Duration
+	// reactions are, per component after the first, the last status write
+	// of its dependencies' workloads (the kube-controller-manager's write
+	// that made them Ready) to the operator's first request about its
+	// release.
+	reactions map[string]time.Duration
+	// final is the last status write of any component's workloads to the
+	// end of the operator's status write that the harness then saw Ready.
+	final time.Duration
+}
+
+// measureBreakdown runs one extra bootstrap, not timed with the others,
+// with the API server's audit log on (which adds to every request's
+// latency).
+func measureBreakdown(ctx context.Context, bin string, nodes int, keepLogs bool) (breakdown, error) {
+	log, args, cleanup, err := auditing()
+	if err != nil {
+		return breakdown{}, err
+	}
+	defer cleanup()
+	run, err := measureOperator(ctx, bin, nodes, "", keepLogs, args)
+	if err != nil {
+		return breakdown{}, err
+	}
+	def, err := bundle.Load(bundles.FS, "tenant")
+	if err != nil {
+		return breakdown{}, err
+	}
+	var events []*auditEvent
+	err = readAudit(log, func(e *auditEvent) {
+		if e.Stage == "ResponseComplete" {
+			events = append(events, e)
+		}
+	})
+	if err != nil {
+		return breakdown{}, err
+	}
+	slices.SortFunc(events, func(a, b *auditEvent) int { return a.Received.Compare(b.Received) })
+	return splitBootstrap(events, def.Components, run)
+}
+
+// splitBootstrap reads the breakdown out of the audit events of one
+// bootstrap, sorted by the time each request was received.
+func splitBootstrap(events []*auditEvent, comps []bundle.Component, run operatorRun) (breakdown, error) {
+	operator := fmt.Sprintf("system:serviceaccount:%s:%s", seed.DefaultNamespace, seed.Name)
+	b := breakdown{total: run.ready.Sub(run.created), reactions: map[string]time.Duration{}}
+	var created time.Time
+	for _, e := range events {
+		if e.resource() == "tenantbundles" && e.User.Username != operator && (e.Verb == "create" || e.Verb == "patch") {
+			created = e.Completed
+			break
+		}
+	}
+	if created.IsZero() {
+		return b, fmt.Errorf("audit log: no TenantBundle created by the harness")
+	}
+	for _, e := range events {
+		if e.User.Username == operator && e.resource() == "tenantbundles" && e.Verb == "list" {
+			b.listed = max(0, e.Received.Sub(created))
+			break
+		}
+	}
+	first := map[string]time.Time{} // component → the operator's first request about its release
+	for _, c := range comps {
+		for _, e := range events {
+			if e.User.Username == operator && e.resource() == "secrets" && e.ObjectRef.Namespace == c.Release.Namespace &&
+				releaseSelected(e.RequestURI, c.Release.Name) {
+				first[c.Name] = e.Received
+				break
+			}
+		}
+	}
+	for _, c := range comps {
+		at, ok := first[c.Name]
+		if !ok {
+			continue // not in this bootstrap's plan
+		}
+		var deps []string
+		for _, d := range c.DependsOn {
+			if _, ok := first[d]; ok {
+				deps = append(deps, namespaceOf(comps, d))
+			}
+		}
+		if len(deps) == 0 {
+			b.startup = max(b.startup, at.Sub(created))
+			continue
+		}
+		if last := lastWorkloadStatus(events, deps, at); !last.IsZero() {
+			b.reactions[c.Name] = at.Sub(last)
+		}
+	}
+	var readyWrite *auditEvent
+	for _, e := range events {
+		if e.User.Username == operator && e.resource() == "tenantbundles" && e.ObjectRef.Subresource == "status" && !e.Completed.After(run.ready) {
+			readyWrite = e
+		}
+	}
+	if readyWrite == nil {
+		return b, fmt.Errorf("audit log: no status write of the operator before Ready was seen")
+	}
+	var namespaces []string
+	for name := range first {
+		namespaces = append(namespaces, namespaceOf(comps, name))
+	}
+	if last := lastWorkloadStatus(events, namespaces, readyWrite.Received); !last.IsZero() {
+		b.final = readyWrite.Completed.Sub(last)
+	}
+	return b, nil
+}
+
+// releaseSelected says whether a request lists the Secrets of one Helm
+// release (Helm's storage selects them by owner=helm,name=<release>).
+func releaseSelected(uri, release string) bool {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(strings.Split(u.Query().Get("labelSelector"), ","), "name="+release)
+}
+
+func namespaceOf(comps []bundle.Component, name string) string {
+	for _, c := range comps {
+		if c.Name == name {
+			return c.Release.Namespace
+		}
+	}
+	return ""
+}
+
+// lastWorkloadStatus is when the last status write to a workload in one of
+// namespaces, received before t, completed.
+func lastWorkloadStatus(events []*auditEvent, namespaces []string, t time.Time) time.Time {
+	var last time.Time
+	for _, e := range events {
+		if !e.Received.Before(t) {
+			break
+		}
+		switch e.resource() {
+		case "deployments", "daemonsets", "statefulsets":
+		default:
+			continue
+		}
+		if e.ObjectRef.Subresource == "status" && slices.Contains(namespaces, e.ObjectRef.Namespace) && e.Completed.After(last) && e.Completed.Before(t) {
+			last = e.Completed
+		}
+	}
+	return last
+}
