@@ -35,7 +35,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.IntVar(&o.runs, "runs", 3, "runs of each measurement; the median is reported")
+	flag.IntVar(&o.runs, "runs", 5, "runs of each measurement; the median is reported")
 	flag.DurationVar(&o.idle, "idle", 3*time.Minute, "idle window after Ready for the API-traffic and RSS measurement (0 skips it and the toggle latency)")
 	flag.IntVar(&o.nodes, "nodes", 3, "fake nodes per world")
 	flag.IntVar(&o.kills, "kill-trials", 10, "bootstraps during which the operator is killed with SIGKILL at a random moment")
