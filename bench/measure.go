@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -78,7 +77,9 @@ func measureOperator(ctx context.Context, bin string, nodes int, cpuProfile stri
 	// The seed objects are applied before the process starts; the clock
 	// starts with the process.
 	start := t.Operator.Procs[0].Started()
-	if err := t.WaitForCRDs(ctx); err != nil {
+	// The harness's client learns the new kind before the clock starts:
+	// its discovery is the harness's time, not the operator's.
+	if err := t.WaitForBundleKind(ctx); err != nil {
 		return operatorRun{}, err
 	}
 	profiled := make(chan error, 1)
@@ -98,17 +99,6 @@ func measureOperator(ctx context.Context, bin string, nodes int, cpuProfile stri
 		go func() { profiled <- saveProfile(ctx, pprofAddr, "profile?seconds=4", cpuProfile) }()
 	} else {
 		profiled <- nil
-	}
-	// The harness's client learns the new API group before the clock
-	// starts: its discovery is the harness's time, not the operator's.
-	if err := wait.PollUntilContextTimeout(ctx, pollEvery, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := t.Bundle(ctx, "tenant")
-		if meta.IsNoMatchError(err) {
-			return false, nil
-		}
-		return true, client.IgnoreNotFound(err)
-	}); err != nil {
-		return operatorRun{}, fmt.Errorf("the harness learning the TenantBundle kind: %w", err)
 	}
 	applied := time.Now()
 	if err := t.ApplyBundle(ctx, framework.Bundle(w, url)); err != nil {

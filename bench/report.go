@@ -142,11 +142,11 @@ func (r *report) markdown() string {
 - **Worlds**: every measurement starts its own test world (real etcd, kube-apiserver, kube-controller-manager,
   kube-scheduler, kwok, registry; nodes NotReady until a Cilium pod is Ready on them) so none inherits another's caches.
 - **Operator**: the operator runs from its seeded Deployment through the process runner; the clock starts when the
-  harness sends the TenantBundle's create, its client having learnt the new API group beforehand (and, for the second row, when the process starts) and stops when a poll (every 10 ms) sees
-  Ready=True at the current generation. The second row also holds what the limit has no counterpart of, read from the
-  operator's logs: the binary's start (exec to main, Go runtime and package initialisers, ~0.1 s under the world's
-  load) and its CRDs applied, Established and their watches served (~0.15-0.25 s); the harness creates the
-  TenantBundle once its CRD is Established.
+  harness sends the TenantBundle's create, its client having learnt the new kind beforehand (and, for the second
+  row, when the process starts) and stops when a poll (every 10 ms) sees Ready=True at the current generation. The
+  second row also holds what the limit has no counterpart of, read from the operator's logs: the binary's start (exec
+  to main, Go runtime and package initialisers, ~0.1 s under the world's load) and its CRDs applied, Established and
+  their watches served (~0.15-0.25 s); the harness creates the TenantBundle once its CRD is Established.
 - **Where the operator's time goes**: one more bootstrap like the operator rows, with the API server's audit log on
   (Metadata level; it slows every request a little, so this bootstrap is not among the timed runs). From that log:
   the TenantBundle's creation by the harness; the operator's first request about each release (its history list);

@@ -184,6 +184,18 @@ func untilKindKnown(ctx context.Context, f func(context.Context) error) error {
 	return last
 }
 
+// WaitForBundleKind is WaitForCRDs, then until this client's RESTMapper
+// knows the TenantBundle kind: a request made afterwards spends nothing on
+// the client's discovery, which a timed one must not count.
+func (t *Tenant) WaitForBundleKind(ctx context.Context) error {
+	if err := t.WaitForCRDs(ctx); err != nil {
+		return err
+	}
+	return untilKindKnown(ctx, func(ctx context.Context) error {
+		return t.Client.List(ctx, &tenantv1.TenantBundleList{}, client.Limit(1))
+	})
+}
+
 // WaitForCRDs waits until the operator has established the TenantBundle
 // CRD (it installs its CRDs at start).
 func (t *Tenant) WaitForCRDs(ctx context.Context) error {
