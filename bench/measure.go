@@ -26,10 +26,24 @@ import (
 )
 
 type operatorRun struct {
-	applyToReady, startToReady time.Duration
-	// created and ready are when the TenantBundle was created and seen Ready.
-	created, ready time.Time
+	// toReady is from the clock's start (from) to TenantBundle Ready.
+	toReady time.Duration
+	from    time.Time
+	ready   time.Time
 }
+
+// How the operator meets its TenantBundle.
+type operatorStart int
+
+const (
+	// seeded: the TenantBundle is applied with the rest of the seed before
+	// the operator's process starts, as the seeder does; the clock starts
+	// with the process.
+	seeded operatorStart = iota
+	// running: the operator runs and holds its Lease before the harness
+	// creates the TenantBundle; the clock starts with the create request.
+	running
+)
 
 type limitRun struct {
 	total time.Duration
@@ -49,9 +63,9 @@ func newWorld(ctx context.Context, name string, nodes int, extra map[string][]st
 	return world.Start(ctx, opts)
 }
 
-// measureOperator times the operator from its start, and from the
-// TenantBundle's creation, to TenantBundle Ready.
-func measureOperator(ctx context.Context, bin string, nodes int, cpuProfile string, keepLogs bool, apiServerArgs map[string][]string) (operatorRun, error) {
+// measureOperator times one bootstrap to TenantBundle Ready, the operator
+// started as mode says.
+func measureOperator(ctx context.Context, bin string, nodes int, mode operatorStart, cpuProfile string, keepLogs bool, apiServerArgs map[string][]string) (operatorRun, error) {
 	w, err := newWorld(ctx, "bench-operator", nodes, apiServerArgs)
 	if err != nil {
 		return operatorRun{}, err
@@ -70,39 +84,38 @@ func measureOperator(ctx context.Context, bin string, nodes int, cpuProfile stri
 		}
 		cfg.ExtraArgs = append(cfg.ExtraArgs, "--pprof-bind-address="+pprofAddr)
 	}
+	if mode == seeded {
+		cfg.Bundle = framework.Bundle(w, url)
+	}
 	t, err := framework.StartTenant(ctx, w, bin, cfg)
 	if err != nil {
 		return operatorRun{}, err
 	}
-	// The seed objects are applied before the process starts; the clock
-	// starts with the process.
-	start := t.Operator.Procs[0].Started()
-	// The harness's client learns the new kind before the clock starts:
-	// its discovery is the harness's time, not the operator's.
-	if err := t.WaitForBundleKind(ctx); err != nil {
-		return operatorRun{}, err
-	}
+	from := t.Operator.Procs[0].Started()
 	profiled := make(chan error, 1)
-	if cpuProfile != "" {
-		// The manager serves pprof once it starts, after the CRDs.
-		if err := wait.PollUntilContextTimeout(ctx, pollEvery, time.Minute, true, func(ctx context.Context) (bool, error) {
-			resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/")
-			if err != nil {
-				return false, nil
-			}
-			return resp.Body.Close() == nil && resp.StatusCode == http.StatusOK, nil
-		}); err != nil {
-			return operatorRun{}, fmt.Errorf("pprof endpoint: %w", err)
+	profiled <- nil
+	if mode == running {
+		if err := t.WaitForLeader(ctx); err != nil {
+			return operatorRun{}, err
 		}
-		// The profile covers the bootstrap: it starts with the TenantBundle
-		// and lasts longer than any bootstrap measured here.
-		go func() { profiled <- saveProfile(ctx, pprofAddr, "profile?seconds=4", cpuProfile) }()
-	} else {
-		profiled <- nil
-	}
-	applied := time.Now()
-	if err := t.ApplyBundle(ctx, framework.Bundle(w, url)); err != nil {
-		return operatorRun{}, err
+		// The harness's client learns the new kind before the clock starts:
+		// its discovery is the harness's time, not the operator's.
+		if err := t.WaitForBundleKind(ctx); err != nil {
+			return operatorRun{}, err
+		}
+		if cpuProfile != "" {
+			if err := waitServing(ctx, "http://"+pprofAddr+"/debug/pprof/"); err != nil {
+				return operatorRun{}, err
+			}
+			<-profiled
+			// The profile covers the bootstrap: it starts before the
+			// TenantBundle and lasts longer than any bootstrap measured here.
+			go func() { profiled <- saveProfile(ctx, pprofAddr, "profile?seconds=4", cpuProfile) }()
+		}
+		from = time.Now()
+		if err := t.ApplyBundle(ctx, framework.Bundle(w, url)); err != nil {
+			return operatorRun{}, err
+		}
 	}
 	if err := waitBundleReady(ctx, t); err != nil {
 		return operatorRun{}, err
@@ -111,7 +124,23 @@ func measureOperator(ctx context.Context, bin string, nodes int, cpuProfile stri
 	if err := <-profiled; err != nil {
 		return operatorRun{}, err
 	}
-	return operatorRun{applyToReady: now.Sub(applied), startToReady: now.Sub(start), created: applied, ready: now}, nil
+	return operatorRun{toReady: now.Sub(from), from: from, ready: now}, nil
+}
+
+// waitServing waits until url answers 200: the manager serves pprof once
+// it has started.
+func waitServing(ctx context.Context, url string) error {
+	err := wait.PollUntilContextTimeout(ctx, pollEvery, time.Minute, true, func(ctx context.Context) (bool, error) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false, nil
+		}
+		return resp.Body.Close() == nil && resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", url, err)
+	}
+	return nil
 }
 
 func waitBundleReady(ctx context.Context, t *framework.Tenant) error {

@@ -43,21 +43,21 @@ func verdict(ok bool) string {
 }
 
 func (r *report) markdown() string {
-	var op, opStart, lim, fl []time.Duration
-	var ratioLimit, ratioStart, ratioFlux []float64
+	var seededRuns, runningRuns, lim, fl []time.Duration
+	var ratioStart, ratioRunning, ratioFlux []float64
 	for _, s := range r.speed {
-		op = append(op, s.operator.applyToReady)
-		opStart = append(opStart, s.operator.startToReady)
+		seededRuns = append(seededRuns, s.seeded.toReady)
+		runningRuns = append(runningRuns, s.running.toReady)
 		lim = append(lim, s.limit.total)
 		fl = append(fl, s.flux.ready)
-		ratioLimit = append(ratioLimit, s.limitRatio())
 		ratioStart = append(ratioStart, s.startRatio())
+		ratioRunning = append(ratioRunning, s.runningRatio())
 		ratioFlux = append(ratioFlux, s.fluxRatio())
 	}
-	sort.Float64s(ratioLimit)
 	sort.Float64s(ratioStart)
+	sort.Float64s(ratioRunning)
 	sort.Float64s(ratioFlux)
-	rl, rs, rf := ratioLimit[len(ratioLimit)/2], ratioStart[len(ratioStart)/2], ratioFlux[len(ratioFlux)/2]
+	rs, rr, rf := ratioStart[len(ratioStart)/2], ratioRunning[len(ratioRunning)/2], ratioFlux[len(ratioFlux)/2]
 	perMin := func(n int) float64 { return float64(n) / r.idle.window.Minutes() }
 	nonLease := r.idle.writes - r.idle.leaseWrites
 	lastFlux := r.speed[len(r.speed)-1].flux
@@ -66,14 +66,14 @@ func (r *report) markdown() string {
 	b.WriteString("below comes from one run of the harness in `bench/`; ratios compare numbers measured side by side in that run.\n\n")
 	b.WriteString("## Bootstrap (network tier: Cilium → CoreDNS, kube-proxy replaced)\n\n")
 	b.WriteString("| measurement | median | runs (s) |\n|---|---|---|\n")
-	fmt.Fprintf(&b, "| operator: TenantBundle created → Ready | %.2f s | %s |\n", median(op).Seconds(), secs(op))
-	fmt.Fprintf(&b, "| operator: process start → Ready (CRDs, lease, pull included) | %.2f s | %s |\n", median(opStart).Seconds(), secs(opStart))
+	fmt.Fprintf(&b, "| operator: process start → Ready, the TenantBundle seeded before the process starts (the seed's order) | %.2f s | %s |\n", median(seededRuns).Seconds(), secs(seededRuns))
+	fmt.Fprintf(&b, "| operator: TenantBundle created → Ready, the operator already running (holding its Lease) | %.2f s | %s |\n", median(runningRuns).Seconds(), secs(runningRuns))
 	fmt.Fprintf(&b, "| critical-path limit (each component installed alone, summed along the DAG) | %.2f s | %s |\n", median(lim).Seconds(), secs(lim))
 	fmt.Fprintf(&b, "| Flux-only dependsOn chain (real helm-controller, `--requeue-dependency=30s`) | %.2f s | %s |\n\n", median(fl).Seconds(), secs(fl))
 	b.WriteString("| ratio (median of per-run ratios) | value | target | |\n|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| operator (TenantBundle created → Ready) / critical-path limit | %.2f | ≤ 1.15 | %s |\n", rl, verdict(rl <= 1.15))
 	fmt.Fprintf(&b, "| operator (process start → Ready) / critical-path limit | %.2f | ≤ 1.15 | %s |\n", rs, verdict(rs <= 1.15))
-	fmt.Fprintf(&b, "| Flux-only chain / operator | %.1f | ≥ 10 | %s |\n\n", rf, verdict(rf >= 10))
+	fmt.Fprintf(&b, "| operator (TenantBundle created → Ready, operator running) / critical-path limit | %.2f | ≤ 1.15 | %s |\n", rr, verdict(rr <= 1.15))
+	fmt.Fprintf(&b, "| Flux-only chain / operator (process start → Ready) | %.1f | ≥ 10 | %s |\n\n", rf, verdict(rf >= 10))
 	b.WriteString("Per-component install + rollout, measured alone (last run): ")
 	last := r.speed[len(r.speed)-1].limit.steps
 	names := make([]string, 0, len(last))
@@ -141,15 +141,17 @@ func (r *report) markdown() string {
 
 - **Worlds**: every measurement starts its own test world (real etcd, kube-apiserver, kube-controller-manager,
   kube-scheduler, kwok, registry; nodes NotReady until a Cilium pod is Ready on them) so none inherits another's caches.
-- **Operator**: the operator runs from its seeded Deployment through the process runner; the clock starts when the
-  harness sends the TenantBundle's create, its client having learnt the new kind beforehand (and, for the second
-  row, when the process starts) and stops when a poll (every 10 ms) sees Ready=True at the current generation. The
-  second row also holds what the limit has no counterpart of, read from the operator's logs: the binary's start (exec
-  to main, Go runtime and package initialisers, ~0.1 s under the world's load) and its CRDs applied, Established and
-  their watches served (~0.15-0.25 s); the harness creates the TenantBundle once its CRD is Established.
-- **Where the operator's time goes**: one more bootstrap like the operator rows, with the API server's audit log on
-  (Metadata level; it slows every request a little, so this bootstrap is not among the timed runs). From that log:
-  the TenantBundle's creation by the harness; the operator's first request about each release (its history list);
+- **Operator**: the operator runs from its seeded Deployment through the process runner, in two worlds per run. In
+  the first (the issue's bootstrap time), the seed is applied as the seeder applies it — the operator's CRDs
+  (create-only), namespace, RBAC, Deployment, then the TenantBundle — before the process starts; the clock starts
+  with the process, so it holds what the limit has no counterpart of: the binary's start (exec to main, Go runtime
+  and package initialisers), its CRDs checked, its manager, caches and Lease. In the second, the harness waits until
+  the operator holds its Lease and its own client knows the TenantBundle kind, then the clock starts with the
+  TenantBundle's create request. Both stop when a poll (every 10 ms) sees Ready=True at the current generation.
+- **Where the operator's time goes**: one more bootstrap like the first operator row (TenantBundle seeded, clock from
+  the process start), with the API server's audit log on (Metadata level; it slows every request a little, so this
+  bootstrap is not among the timed runs). From that log, on the same machine's clock as the process start: the
+  operator's first request and its first list of TenantBundles; its first request about each release (its history list);
   kube-controller-manager's status writes to each component's workloads; and the operator's last status write before
   the harness saw Ready. A dependent component's reaction runs from its dependencies' last workload status write
   before that request; the final one from the last workload status write to the end of that status write.
@@ -182,11 +184,13 @@ func (r *report) markdown() string {
   delivers the dependent's HelmRelease created; both are disabled and gone before the next round
   (` + "`-dependency-rounds`" + `). The target is judged on the worst round. Flux alone retries a dependent every
   ` + "`--requeue-dependency`" + ` (30 s in Cozystack).
-- **Sizes**: the same three measurements, one run each, in worlds of 1, 10 and 50 fake nodes (` + "`-sizes`" + `): the
+- **Sizes**: the same four measurements, one run each, in worlds of 1, 10 and 50 fake nodes (` + "`-sizes`" + `): the
   Cilium DaemonSet then has that many pods to roll out before the DAG moves on.
-- **Faults**: each trial is a fresh world with the operator run as in the bootstrap rows; a supervisor restarts the
+- **Faults**: each trial is a fresh world with the operator run from its seed; the harness applies the TenantBundle as
+  soon as the process has started (its CRD came with the seed); a supervisor restarts the
   operator whenever its process exits, as the kubelet would (trying again each second while the API server is down).
-  The fault starts at a moment drawn uniformly from [0, the median bootstrap) after the TenantBundle is created — or,
+  The fault starts at a moment drawn uniformly from [0, the median bootstrap from the process start) after the
+  TenantBundle is created — or,
   for the registry, before it is — and is held for its duration. Counted: faults that started before Ready (the others
   came just after it), trials that converge within 5 minutes — a reconcile requested (Flux's requestedAt annotation) once
   the fault is over has been handled, with the TenantBundle Ready at its generation and every node Ready, so a Ready
@@ -197,26 +201,27 @@ func (r *report) markdown() string {
 	return b.String()
 }
 
-func (s speed) limitRatio() float64 {
-	return s.operator.applyToReady.Seconds() / s.limit.total.Seconds()
-}
-
-// startRatio counts the operator's own start (CRDs, lease, caches), which
-// the limit has no counterpart of.
+// startRatio is the issue's bootstrap time over the limit: it holds the
+// operator's own start (exec, CRDs, lease, caches), which the limit has no
+// counterpart of.
 func (s speed) startRatio() float64 {
-	return s.operator.startToReady.Seconds() / s.limit.total.Seconds()
+	return s.seeded.toReady.Seconds() / s.limit.total.Seconds()
 }
 
-func (s speed) fluxRatio() float64 { return s.flux.ready.Seconds() / s.operator.applyToReady.Seconds() }
+func (s speed) runningRatio() float64 {
+	return s.running.toReady.Seconds() / s.limit.total.Seconds()
+}
+
+func (s speed) fluxRatio() float64 { return s.flux.ready.Seconds() / s.seeded.toReady.Seconds() }
 
 func (r *report) writeSizes(b *strings.Builder) {
 	if len(r.sizes) == 0 {
 		return
 	}
-	b.WriteString("### By cluster size (one run each)\n\n| nodes | operator | critical-path limit | Flux-only chain | operator / limit | Flux / operator |\n|---|---|---|---|---|---|\n")
+	b.WriteString("### By cluster size (one run each)\n\n| nodes | operator (process start) | operator (running) | critical-path limit | Flux-only chain | process start / limit | running / limit | Flux / operator (process start) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.sizes {
-		fmt.Fprintf(b, "| %d | %.2f s | %.2f s | %.2f s | %.2f | %.1f |\n", s.nodes, s.operator.applyToReady.Seconds(),
-			s.limit.total.Seconds(), s.flux.ready.Seconds(), s.limitRatio(), s.fluxRatio())
+		fmt.Fprintf(b, "| %d | %.2f s | %.2f s | %.2f s | %.2f s | %.2f | %.2f | %.1f |\n", s.nodes, s.seeded.toReady.Seconds(), s.running.toReady.Seconds(),
+			s.limit.total.Seconds(), s.flux.ready.Seconds(), s.startRatio(), s.runningRatio(), s.fluxRatio())
 	}
 	b.WriteString("\n")
 }
@@ -285,9 +290,10 @@ func (r *report) writeBreakdown(b *strings.Builder) {
 		return
 	}
 	b.WriteString("### Where the operator's time goes (one extra bootstrap, API server audit log on)\n\n| from → to | time |\n|---|---|\n")
-	fmt.Fprintf(b, "| TenantBundle created → the operator's first request about the first release | %d ms |\n", d.startup.Milliseconds())
-	fmt.Fprintf(b, "| … of which until its cache lists TenantBundles (its CRDs applied, Established and served, the manager started) | %d ms |\n", d.listed.Milliseconds())
-	fmt.Fprintf(b, "| … and from there (caches synced, lease, artifact pulled, plan) | %d ms |\n", (d.startup - d.listed).Milliseconds())
+	fmt.Fprintf(b, "| process start (the TenantBundle seeded) → the operator's first request about the first release | %d ms |\n", d.startup.Milliseconds())
+	fmt.Fprintf(b, "| … of which until its first API request (exec, Go runtime and package initialisers, flags) | %d ms |\n", d.firstRequest.Milliseconds())
+	fmt.Fprintf(b, "| … then until its cache lists TenantBundles (its CRDs applied and served, the manager started) | %d ms |\n", (d.listed - d.firstRequest).Milliseconds())
+	fmt.Fprintf(b, "| … then (caches synced, lease, artifact pulled, plan) | %d ms |\n", (d.startup - d.listed).Milliseconds())
 	sum := d.startup + d.final
 	names := make([]string, 0, len(d.reactions))
 	for n := range d.reactions {
@@ -299,7 +305,7 @@ func (r *report) writeBreakdown(b *strings.Builder) {
 		sum += d.reactions[n]
 	}
 	fmt.Fprintf(b, "| last status write of a component's workloads → the operator's status write that the harness saw Ready, done | %d ms |\n", d.final.Milliseconds())
-	fmt.Fprintf(b, "| **the operator's part** of that bootstrap's %d ms (TenantBundle created → Ready) | **%d ms** |\n\n", d.total.Milliseconds(), sum.Milliseconds())
+	fmt.Fprintf(b, "| **the operator's part** of that bootstrap's %d ms (process start → Ready) | **%d ms** |\n\n", d.total.Milliseconds(), sum.Milliseconds())
 	b.WriteString("The rest is Helm installing and the cluster rolling out, which the critical-path limit holds too. ")
 	b.WriteString("A status write is the kube-controller-manager's; the last one before the operator's request is taken as the one that made the workloads Ready, so a reaction is, if anything, underestimated.\n\n")
 }

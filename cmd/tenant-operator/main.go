@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -31,9 +32,11 @@ import (
 	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/readiness"
 	"github.com/cozystack/tenant-operator/internal/scheme"
+	"github.com/cozystack/tenant-operator/internal/seed"
 	"github.com/cozystack/tenant-operator/internal/source"
 	"github.com/cozystack/tenant-operator/manifests"
 	"github.com/cozystack/tenant-operator/operator/addons"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
 	"github.com/cozystack/tenant-operator/operator/catalog"
 	"github.com/cozystack/tenant-operator/operator/packages"
@@ -122,7 +125,8 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	probe := dc.RESTClient()
-	if err := installCRDs(ctx, applier, probe, opts.crdTimeout); err != nil {
+	packageCRDs, err := installCRDs(ctx, applier, probe, opts.crdTimeout)
+	if err != nil {
 		return err
 	}
 
@@ -220,21 +224,33 @@ func run(ctx context.Context, opts options) error {
 			Store:     store,
 		}).SetupWithManager(mgr)
 	}
-	if err := mgr.Add(&addons.Starter{Manager: mgr, Apply: applier, Probe: probe, CRDs: flux.CRDs, Timeout: opts.crdTimeout, Setup: fluxTiers}); err != nil {
+	if err := mgr.Add(&addons.Starter{Manager: mgr, Apply: applier, Probe: probe, CRDs: flux.CRDs, Watched: packageCRDs,
+		Timeout: opts.crdTimeout, Setup: fluxTiers}); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
 }
 
-// installCRDs applies our CRDs and waits until the API server serves them,
-// so the controllers that follow can watch them. It runs on every start, so
-// the CRDs always match the binary.
-func installCRDs(ctx context.Context, applier *apply.Engine, probe rest.Interface, timeout time.Duration) error {
-	objs, err := apply.ReadManifests(manifests.CRDs, "crds/*.yaml")
+// installCRDs applies our CRDs where they are not the binary's yet and
+// waits until the API server serves TenantBundles, which the bootstrap tier
+// watches. It runs on every start, so the CRDs always match the binary. The
+// CRDs of the catalog kinds are returned: the controllers of the Flux tiers
+// watch them, and waiting for their watches is left to those tiers' start,
+// off the bootstrap's critical path.
+func installCRDs(ctx context.Context, applier *apply.Engine, probe rest.Interface, timeout time.Duration) ([]*unstructured.Unstructured, error) {
+	objs, err := apply.ReadStamped(manifests.CRDs, "crds/*.yaml")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return applier.Establish(ctx, probe, objs, timeout)
+	var bootstrapTier, fluxTiers []*unstructured.Unstructured
+	for _, o := range objs {
+		if group, _, _ := unstructured.NestedString(o.Object, "spec", "group"); group == tenantv1.GroupVersion.Group {
+			bootstrapTier = append(bootstrapTier, o)
+		} else {
+			fluxTiers = append(fluxTiers, o)
+		}
+	}
+	return fluxTiers, applier.Establish(ctx, probe, objs, bootstrapTier, timeout)
 }
 
 func newLock(cfg *rest.Config, opts options) (resourcelock.Interface, error) {
@@ -242,6 +258,6 @@ func newLock(cfg *rest.Config, opts options) (resourcelock.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	return resourcelock.New(resourcelock.LeasesResourceLock, opts.leaderNamespace, "tenant-operator.tenant.cozystack.io",
+	return resourcelock.New(resourcelock.LeasesResourceLock, opts.leaderNamespace, seed.LeaseName,
 		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: opts.leaderIdentity})
 }

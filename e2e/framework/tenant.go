@@ -13,11 +13,13 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/tenant-operator/e2e/packages"
@@ -104,8 +106,9 @@ func SeedConfig(w *world.World) seed.Config {
 	return seed.Config{APIHost: w.APIHost, APIPort: w.APIPort, Version: "dev"}
 }
 
-// StartTenant applies the seed (without the TenantBundle, whose CRD the
-// operator installs) and runs the operator from the seeded Deployment.
+// StartTenant applies the seed as the management side does (seed.Apply: the
+// CRDs, namespace, RBAC and Deployment, then cfg.Bundle if set) and runs the
+// operator from the seeded Deployment.
 func StartTenant(ctx context.Context, w *world.World, binary string, cfg seed.Config) (*Tenant, error) {
 	c, err := Client(w)
 	if err != nil {
@@ -116,10 +119,8 @@ func StartTenant(ctx context.Context, w *world.World, binary string, cfg seed.Co
 	if err != nil {
 		return nil, err
 	}
-	for _, obj := range objs {
-		if err := Apply(ctx, c, obj); err != nil {
-			return nil, err
-		}
+	if err := seed.Apply(ctx, c, cfg); err != nil {
+		return nil, err
 	}
 	if t.Operator, err = w.RunWorkload(ctx, t.Deployment(objs), world.RunOptions{
 		Binaries: map[string]string{seed.DefaultImage: binary},
@@ -196,8 +197,28 @@ func (t *Tenant) WaitForBundleKind(ctx context.Context) error {
 	})
 }
 
-// WaitForCRDs waits until the operator has established the TenantBundle
-// CRD (it installs its CRDs at start).
+// WaitForLeader waits until the operator holds its leader-election Lease:
+// its manager has started, and its controllers start on the Lease.
+func (t *Tenant) WaitForLeader(ctx context.Context) error {
+	ns := t.Seed.Namespace
+	if ns == "" {
+		ns = seed.DefaultNamespace
+	}
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var lease coordinationv1.Lease
+		if err := t.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: seed.LeaseName}, &lease); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return ptr.Deref(lease.Spec.HolderIdentity, "") != "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the operator's Lease: %w", err)
+	}
+	return nil
+}
+
+// WaitForCRDs waits until the TenantBundle CRD is established (the seed
+// creates it; the operator re-applies it at start).
 func (t *Tenant) WaitForCRDs(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var crd apiextensionsv1.CustomResourceDefinition

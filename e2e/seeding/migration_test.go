@@ -1,7 +1,6 @@
 package seeding
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -74,19 +73,18 @@ var _ = Describe("Migrating a tenant the management side provisioned", Ordered, 
 			"--version", "dev", "--bundle-file", bundleFile}
 		out, err := exec.CommandContext(ctx, cliBin, append(args, "--dry-run", "-o", "yaml")...).CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), string(out))
-		Expect(string(out)).To(ContainSubstring("kind: Deployment"))
+		Expect(string(out)).To(And(ContainSubstring("kind: Deployment"), ContainSubstring("name: tenantbundles.tenant.cozystack.io")))
 		Expect(apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: seed.DefaultNamespace}, &corev1.Namespace{}))).To(BeTrue(), "--dry-run applied something")
-		// The CLI waits for the operator to install the TenantBundle CRD,
-		// so it runs while the test plays the kubelet.
-		cli := exec.CommandContext(ctx, cliBin, args...)
-		var cliOut bytes.Buffer
-		cli.Stdout, cli.Stderr = &cliOut, &cliOut
-		Expect(cli.Start()).To(Succeed())
+		// The seed carries the CRDs: the CLI applies the TenantBundle and
+		// returns before any operator runs.
+		out, err = exec.CommandContext(ctx, cliBin, args...).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
 		t = &framework.Tenant{World: w, Client: c, Binary: operatorBin}
+		_, err = t.Bundle(ctx, seed.BundleName)
+		Expect(err).NotTo(HaveOccurred())
 		d := seededDeployment(ctx, t)
 		t.Operator, err = w.RunWorkload(ctx, d, world.RunOptions{Binaries: map[string]string{seed.DefaultImage: operatorBin}})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(cli.Wait()).To(Succeed(), cliOut.String())
 		_, err = t.RunFlux(ctx)
 		Expect(err).NotTo(HaveOccurred())
 	})

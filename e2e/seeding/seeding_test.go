@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -121,8 +122,15 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		d := seededDeployment(ctx, t)
 		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(seed.DefaultImage + ":v1"))
 
+		By("the seed carrying the CRDs, so the TenantBundle is applied without waiting for the operator")
+		Eventually(func(g Gomega) {
+			c := seedCondition(ctx, mc, seeder.SeededCondition)(g)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		}).WithContext(ctx).Should(Succeed())
+		_, err := t.Bundle(ctx, seed.BundleName)
+		Expect(err).NotTo(HaveOccurred())
+
 		By("the operator running from the seeded Deployment (as the kubelet would)")
-		var err error
 		operator, err = tw.RunWorkload(ctx, d, world.RunOptions{Binaries: map[string]string{seed.DefaultImage: operatorBin}})
 		Expect(err).NotTo(HaveOccurred())
 		By("the seeder placing the KubeVirt CCM and CSI controller next to the control plane, pointed at the tenant")
@@ -195,6 +203,14 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		before, err := framework.ReleaseHistory(ctx, t.Client)
 		Expect(err).NotTo(HaveOccurred())
 
+		By("an operator of another version having applied its own TenantBundle CRD")
+		shipped := crdAnnotation(ctx, t)
+		other := &unstructured.Unstructured{}
+		other.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		other.SetName(tenantBundleCRD)
+		other.SetAnnotations(map[string]string{generatorAnnotation: "vnext"})
+		Expect(t.Client.Patch(ctx, other, client.Apply, client.FieldOwner("other-operator"), client.ForceOwnership)).To(Succeed())
+
 		ts := getSeed(ctx, mc)
 		patch := client.MergeFrom(ts.DeepCopy())
 		ts.Spec.Operator.Version = "v2"
@@ -207,6 +223,7 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		b, err := t.Bundle(ctx, seed.BundleName)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(*b.Spec.Addons["cert-manager-crds"].Enabled).To(BeFalse(), "the re-seed undid the tenant admin's toggle")
+		Expect(crdAnnotation(ctx, t)).To(Equal("vnext"), "the re-seed patched a CRD it had created: the seed's CRDs are create-only")
 
 		By("the new operator pod replacing the old one (Recreate) and finding everything in place")
 		// As the kubelet ends a pod: SIGTERM, so its lease is handed over.
@@ -219,6 +236,7 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		after, err := framework.ReleaseHistory(ctx, t.Client)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(after).To(Equal(before), "the upgrade reinstalled or upgraded a running component")
+		Expect(crdAnnotation(ctx, t)).To(Equal(shipped), "the operator re-applies its own CRDs at start")
 	})
 
 	It("keeps working while the tenant API is unreachable", func(ctx SpecContext) {
@@ -295,6 +313,19 @@ func getSeed(ctx context.Context, mc client.Client) *seederv1.TenantSeed {
 	ts := &seederv1.TenantSeed{}
 	ExpectWithOffset(1, mc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "foo"}, ts)).To(Succeed())
 	return ts
+}
+
+const (
+	tenantBundleCRD     = "tenantbundles.tenant.cozystack.io"
+	generatorAnnotation = "controller-gen.kubebuilder.io/version"
+)
+
+// crdAnnotation reads a field of the TenantBundle CRD that the seed and the
+// operator both set.
+func crdAnnotation(ctx context.Context, t *framework.Tenant) string {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	Expect(t.Client.Get(ctx, client.ObjectKey{Name: tenantBundleCRD}, crd)).To(Succeed())
+	return crd.Annotations[generatorAnnotation]
 }
 
 func seedCondition(ctx context.Context, mc client.Client, typ string) func(Gomega) *metav1.Condition {

@@ -63,11 +63,30 @@ func (e *Engine) Release(ctx context.Context, obj client.Object) error {
 	return e.c.Patch(ctx, bare, client.Apply, client.FieldOwner(e.manager), client.ForceOwnership)
 }
 
+// CreateOnlyAnnotation, set to CreateOnly on an object given to the engine,
+// makes the engine create the object when it is absent and never patch it
+// after that. It is kustomize-controller's annotation for the same rule, so
+// a Flux Kustomization applying our exported manifests honours it too. The
+// seed marks the operator's CRDs with it: the seed creates them so that the
+// TenantBundle can be applied at once, but from then on they follow the
+// operator's version, which re-applies them at every start; a seeder of
+// another version must never patch them back.
+const (
+	CreateOnlyAnnotation = "kustomize.toolkit.fluxcd.io/ssa"
+	CreateOnly           = "IfNotPresent"
+)
+
+func applyOptions() ssa.ApplyOptions {
+	opts := ssa.DefaultApplyOptions()
+	opts.IfNotPresentSelector = map[string]string{CreateOnlyAnnotation: CreateOnly}
+	return opts
+}
+
 // ApplyStaged applies definitions (CRDs, Namespaces) first and waits until
 // they are established, then everything else. Used where later objects need
 // the earlier ones, e.g. CRDs before the controller that serves them starts.
 func (e *Engine) ApplyStaged(ctx context.Context, objs []*unstructured.Unstructured, timeout time.Duration) (*ssa.ChangeSet, error) {
-	opts := ssa.DefaultApplyOptions()
+	opts := applyOptions()
 	opts.WaitTimeout = timeout
 	opts.WaitInterval = waitPoll
 	cs, err := e.rm.ApplyAllStaged(ctx, objs, opts)
@@ -82,7 +101,7 @@ func (e *Engine) ApplyStaged(ctx context.Context, objs []*unstructured.Unstructu
 // dry-run request per object and no write. Immutable-field conflicts are
 // resolved by recreating the object, as a controller restoring state must.
 func (e *Engine) Correct(ctx context.Context, objs []*unstructured.Unstructured) (*ssa.ChangeSet, error) {
-	opts := ssa.DefaultApplyOptions()
+	opts := applyOptions()
 	opts.Force = true
 	cs, err := e.rm.ApplyAll(ctx, objs, opts)
 	if err != nil {

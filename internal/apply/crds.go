@@ -14,18 +14,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Establish applies CRDs and returns once the API server serves the
-// resources they define: applied, Established, and watchable (waitServed).
-// It runs on every operator start and sits on the bootstrap's critical path,
-// so the CRDs are applied all at once, each with a single forced apply:
-// there is no dry-run diff first because an apply that changes nothing
-// writes nothing, and the CRDs are the binary's, so its fields win.
-func (e *Engine) Establish(ctx context.Context, probe rest.Interface, crds []*unstructured.Unstructured, timeout time.Duration) error {
+// Establish makes the API server serve crds as the binary has them: each
+// CRD that is absent, not Established, or not what the binary embeds (see
+// Current) is applied, all at once, each with a single forced apply (the
+// CRDs are the binary's, so its fields win), and waited for until
+// Established; then it waits until the API server serves watches of the
+// resources of watched (see waitServed). It runs on every operator start and
+// sits on the bootstrap's critical path: a CRD already current costs one GET
+// instead of an apply, which the API server spends ~30 ms on even when it
+// changes nothing.
+func (e *Engine) Establish(ctx context.Context, probe rest.Interface, crds, watched []*unstructured.Unstructured, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	stale := make([]bool, len(crds))
 	g, gctx := errgroup.WithContext(ctx)
-	for _, crd := range crds {
+	for i, crd := range crds {
 		g.Go(func() error {
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(crd.GroupVersionKind())
+			err := e.c.Get(gctx, client.ObjectKeyFromObject(crd), live)
+			if client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("reading CustomResourceDefinition %s: %w", crd.GetName(), err)
+			}
+			if stale[i] = err != nil || !Current(crd, live); !stale[i] {
+				return nil
+			}
 			if err := e.c.Patch(gctx, crd.DeepCopy(), client.Apply, client.FieldOwner(e.manager), client.ForceOwnership); err != nil {
 				return fmt.Errorf("applying CustomResourceDefinition %s: %w", crd.GetName(), err)
 			}
@@ -35,10 +48,18 @@ func (e *Engine) Establish(ctx context.Context, probe rest.Interface, crds []*un
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	if err := e.waitCurrent(ctx, crds, timeout); err != nil {
-		return fmt.Errorf("waiting for CustomResourceDefinitions to be established: %w", err)
+	var applied []*unstructured.Unstructured
+	for i, crd := range crds {
+		if stale[i] {
+			applied = append(applied, crd)
+		}
 	}
-	return waitServed(ctx, probe, crds, timeout)
+	if len(applied) > 0 {
+		if err := e.waitCurrent(ctx, applied, timeout); err != nil {
+			return fmt.Errorf("waiting for CustomResourceDefinitions to be established: %w", err)
+		}
+	}
+	return waitServed(ctx, probe, watched, timeout)
 }
 
 // waitServed waits, after the CRDs are established, until the API server

@@ -24,7 +24,7 @@ const (
 // tier's controllers start, so that HelmReleases and ExternalArtifacts can
 // be watched and written before the Flux controllers run.
 func CRDs() ([]*unstructured.Unstructured, error) {
-	return apply.ReadManifests(manifests.Flux, "flux/crds/*.yaml")
+	return apply.ReadStamped(manifests.Flux, "flux/crds/*.yaml")
 }
 
 // Objects returns the namespace, RBAC and the Deployment of Flux, with

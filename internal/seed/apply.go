@@ -47,11 +47,13 @@ func ApplyBundle(ctx context.Context, c client.Client, want *tenantv1.TenantBund
 // BundleName is the name of the one TenantBundle of a tenant.
 const BundleName = "tenant"
 
-// Apply puts the seed into a tenant: namespace, RBAC and the operator
-// Deployment with server-side apply as SeedManager (namespace first), then
-// the TenantBundle with ApplyBundle's precedence. Idempotent: a re-run
-// writes nothing unless something changed; a new Version rolls the operator,
-// which re-applies its CRDs at start and adopts what runs (no reinstall).
+// Apply puts the seed into a tenant: the operator's CRDs (created when
+// absent, never patched), namespace, RBAC and the operator Deployment with
+// server-side apply as SeedManager (definitions first, established before
+// the rest), then the TenantBundle with ApplyBundle's precedence. Idempotent:
+// a re-run writes nothing unless something changed; a new Version rolls the
+// operator, which re-applies its CRDs at start and adopts what runs (no
+// reinstall).
 func Apply(ctx context.Context, c client.Client, cfg Config) error {
 	if err := ApplyOperator(ctx, c, cfg); err != nil {
 		return err
@@ -59,21 +61,21 @@ func Apply(ctx context.Context, c client.Client, cfg Config) error {
 	if cfg.Bundle == nil {
 		return nil
 	}
-	// The operator installs the TenantBundle CRD when it starts (so CRDs
-	// follow its version); until then the kind is unknown.
+	// The CRD is established, but a client that looked the group up before
+	// it existed still answers "no match" until its RESTMapper looks again.
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, cfg.crdWait(), true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, cfg.crdWait(), true, func(ctx context.Context) (bool, error) {
 		last = ApplyBundle(ctx, c, cfg.Bundle)
 		return !meta.IsNoMatchError(last), nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the operator to install the TenantBundle CRD: %w (last: %v)", err, last)
+		return fmt.Errorf("waiting for the API server to serve the TenantBundle kind: %w (last: %v)", err, last)
 	}
 	return last
 }
 
-// ApplyOperator applies the namespace, RBAC and Deployment of the seed
-// (not the TenantBundle) as SeedManager, the namespace first.
+// ApplyOperator applies the CRDs, namespace, RBAC and Deployment of the seed
+// (not the TenantBundle) as SeedManager, the CRDs and namespace first.
 func ApplyOperator(ctx context.Context, c client.Client, cfg Config) error {
 	cfg.Bundle = nil
 	objs, err := Objects(cfg)

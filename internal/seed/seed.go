@@ -17,6 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cozystack/tenant-operator/internal/apply"
+	"github.com/cozystack/tenant-operator/manifests"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
@@ -25,6 +27,8 @@ const (
 	DefaultNamespace = "cozy-tenant-operator"
 	DefaultImage     = "ghcr.io/cozystack/tenant-operator"
 	Name             = "tenant-operator"
+	// LeaseName is the operator's leader-election Lease, in its namespace.
+	LeaseName = Name + ".tenant.cozystack.io"
 	// ArtifactPort serves the chart artifacts of addons to helm-controller.
 	ArtifactPort = 9795
 )
@@ -42,8 +46,8 @@ type Config struct {
 	Bundle *tenantv1.TenantBundle
 	// ExtraArgs are appended to the operator's arguments.
 	ExtraArgs []string
-	// CRDWait bounds how long Apply waits for the operator to install the
-	// TenantBundle CRD (default 5m).
+	// CRDWait bounds how long Apply waits for the API server to serve the
+	// TenantBundle kind once its CRD is established (default 5m).
 	CRDWait time.Duration
 }
 
@@ -67,14 +71,19 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Objects returns the seed in apply order.
+// Objects returns the seed in apply order: the operator's CRDs (create-only,
+// see CRDs), then the namespace, RBAC and Deployment, then the TenantBundle.
 func Objects(cfg Config) ([]client.Object, error) {
 	cfg = cfg.withDefaults()
 	if cfg.APIHost == "" || cfg.APIPort == 0 {
 		return nil, fmt.Errorf("seed: the API endpoint reachable from nodes is required")
 	}
+	crds, err := CRDs()
+	if err != nil {
+		return nil, err
+	}
 	labels := map[string]string{"app.kubernetes.io/name": Name, "app.kubernetes.io/part-of": "cozystack"}
-	objs := []client.Object{
+	objs := append(crds, []client.Object{
 		&corev1.Namespace{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 			ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace, Labels: map[string]string{
@@ -95,11 +104,38 @@ func Objects(cfg Config) ([]client.Object, error) {
 			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: Name, Namespace: cfg.Namespace}},
 		},
 		deployment(cfg, labels),
-	}
+	}...)
 	if cfg.Bundle != nil {
 		b := cfg.Bundle.DeepCopy()
 		b.TypeMeta = metav1.TypeMeta{APIVersion: tenantv1.GroupVersion.String(), Kind: "TenantBundle"}
 		objs = append(objs, b)
+	}
+	return objs, nil
+}
+
+// CRDs are the operator's CRDs as the seed carries them, marked create-only
+// (apply.CreateOnlyAnnotation). The seed creates them so that the TenantBundle
+// is applied in the same pass, not after the operator's pod has been
+// scheduled, pulled and started: the operator then finds its work waiting,
+// and the management side never waits on the tenant's nodes. The operator
+// still applies its own CRDs at every start, so they follow its version, and
+// the seed never patches them after creating them.
+func CRDs() ([]client.Object, error) {
+	// Stamped as the operator stamps them: the operator's first start finds
+	// them current and spends no apply on them.
+	us, err := apply.ReadStamped(manifests.CRDs, "crds/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	objs := make([]client.Object, 0, len(us))
+	for _, u := range us {
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[apply.CreateOnlyAnnotation] = apply.CreateOnly
+		u.SetAnnotations(ann)
+		objs = append(objs, u)
 	}
 	return objs, nil
 }

@@ -32,7 +32,11 @@ type Starter struct {
 	// Probe asks the API server whether it serves the new resources.
 	Probe rest.Interface
 	// CRDs parses the Flux CRDs, off the start's critical path.
-	CRDs    func() ([]*unstructured.Unstructured, error)
+	CRDs func() ([]*unstructured.Unstructured, error)
+	// Watched are further CRDs, installed before, whose resources the
+	// controllers of these tiers watch: waited for until served, as the
+	// Flux CRDs are.
+	Watched []*unstructured.Unstructured
 	Timeout time.Duration
 	// Setup registers the controllers.
 	Setup func(ctrl.Manager) error
@@ -71,7 +75,7 @@ func (s *Starter) install(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.Apply.Establish(ctx, s.Probe, crds, s.Timeout)
+	return s.Apply.Establish(ctx, s.Probe, crds, append(crds, s.Watched...), s.Timeout)
 }
 
 // NeedLeaderElection is false: registering controllers is not acting; the

@@ -35,7 +35,7 @@ const (
 	ReasonControlPlaneNotReady = "TenantControlPlaneNotReady"
 	ReasonKubeconfigMissing    = "AdminKubeconfigMissing"
 	ReasonUnreachable          = "TenantUnreachable"
-	ReasonWaitingForOperator   = "WaitingForOperator"
+	ReasonWaitingForKind       = "WaitingForTenantBundleKind"
 	ReasonInvalidSpec          = "InvalidSpec"
 	ReasonSeeded               = "Seeded"
 	ReasonTenantStatus         = "TenantStatus"
@@ -86,7 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	seeding := needsSeed(ts)
 	if seeding {
 		if err := r.seed(ctx, ts, tenant.Client); err != nil {
-			if errors.Is(err, errOperatorNotUp) {
+			if errors.Is(err, errKindNotServed) {
 				return ctrl.Result{RequeueAfter: r.StatusInterval}, nil
 			}
 			return ctrl.Result{}, err
@@ -117,11 +117,13 @@ func needsSeed(ts *seederv1.TenantSeed) bool {
 		ts.Status.LastSeedTime == nil || time.Since(ts.Status.LastSeedTime.Time) > resyncEvery
 }
 
-// errOperatorNotUp: the TenantBundle CRD does not exist yet because the
-// seeded operator has not started; checked again after StatusInterval.
-var errOperatorNotUp = errors.New("the operator has not installed its CRDs yet")
+// errKindNotServed: the seed created the TenantBundle CRD, but the tenant's
+// API server does not serve the kind yet (discovery lags Established by a
+// moment); tried again after StatusInterval.
+var errKindNotServed = errors.New("the TenantBundle kind is not served yet")
 
-// seed applies the operator and the TenantBundle as the management side.
+// seed applies the operator, its CRDs and the TenantBundle as the management
+// side, in one pass: nothing waits for the operator's pod to start.
 func (r *Reconciler) seed(ctx context.Context, ts *seederv1.TenantSeed, c client.Client) error {
 	cfg, err := seedConfig(ts)
 	if err != nil {
@@ -134,8 +136,8 @@ func (r *Reconciler) seed(ctx context.Context, ts *seederv1.TenantSeed, c client
 	err = seed.ApplyBundle(ctx, c, cfg.Bundle)
 	switch {
 	case meta.IsNoMatchError(err):
-		conditions.MarkFalse(ts, SeededCondition, ReasonWaitingForOperator, "operator %s seeded; waiting for it to install the TenantBundle CRD", cfg.Version)
-		return errOperatorNotUp
+		conditions.MarkFalse(ts, SeededCondition, ReasonWaitingForKind, "operator %s seeded; waiting for the API server to serve the TenantBundle kind", cfg.Version)
+		return errKindNotServed
 	case err != nil:
 		return r.unreachable(ts, err)
 	}
@@ -158,7 +160,7 @@ func (r *Reconciler) readBack(ctx context.Context, ts *seederv1.TenantSeed, c cl
 	tb := &tenantv1.TenantBundle{}
 	if err := c.Get(ctx, client.ObjectKey{Name: seed.BundleName}, tb); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			return nil // the operator has not started yet
+			return nil // not seeded yet
 		}
 		return r.unreachable(ts, err)
 	}
