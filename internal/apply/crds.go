@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -26,6 +27,13 @@ import (
 func (e *Engine) Establish(ctx context.Context, probe rest.Interface, crds, watched []*unstructured.Unstructured, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if err := untilAnswered(ctx, func(ctx context.Context) error { return e.establish(ctx, crds, timeout) }); err != nil {
+		return err
+	}
+	return waitServed(ctx, probe, watched, timeout)
+}
+
+func (e *Engine) establish(ctx context.Context, crds []*unstructured.Unstructured, timeout time.Duration) error {
 	stale := make([]bool, len(crds))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, crd := range crds {
@@ -59,7 +67,39 @@ func (e *Engine) Establish(ctx context.Context, probe rest.Interface, crds, watc
 			return fmt.Errorf("waiting for CustomResourceDefinitions to be established: %w", err)
 		}
 	}
-	return waitServed(ctx, probe, watched, timeout)
+	return nil
+}
+
+// untilAnswered runs f again, with backoff, while it fails in a way that
+// can pass (the API server restarting or not reachable yet), until ctx ends.
+// Establish runs first thing at the operator's start: an API server that
+// restarts then (a control plane rolling while the tenant is created) is
+// waited for instead of making the operator exit into the kubelet's crash
+// backoff, which would add its 10 s, 20 s, ... to the bootstrap. A refusal
+// that no retry changes (forbidden, invalid) is returned at once.
+func untilAnswered(ctx context.Context, f func(context.Context) error) error {
+	var last error
+	backoff := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Steps: math.MaxInt32}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		if last = f(ctx); last == nil || refused(last) {
+			return true, nil
+		}
+		return false, nil
+	})
+	switch {
+	case err != nil && last != nil:
+		return fmt.Errorf("%w (still failing when %v)", last, err)
+	case last != nil:
+		return last
+	}
+	return err
+}
+
+// refused: the API server answered and no retry will change its answer.
+func refused(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err) ||
+		apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err) || apierrors.IsNotAcceptable(err) ||
+		apierrors.IsUnsupportedMediaType(err)
 }
 
 // waitServed waits, after the CRDs are established, until the API server

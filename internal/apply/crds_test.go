@@ -1,7 +1,13 @@
 package apply
 
 import (
+	"context"
+	"errors"
+	"syscall"
 	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,6 +37,42 @@ func TestServedResource(t *testing.T) {
 			got, ok := servedResource(tc.obj)
 			if got != tc.want || ok != tc.ok {
 				t.Fatalf("servedResource = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestUntilAnswered(t *testing.T) {
+	unavailable := apierrors.NewServiceUnavailable("restarting")
+	refusedErr := apierrors.NewForbidden(schema.GroupResource{Resource: "customresourcedefinitions"}, "x", errors.New("no"))
+	for _, tc := range []struct {
+		name    string
+		results []error // what f returns on each call; the last one repeats
+		timeout time.Duration
+		calls   int
+		want    error // matched with errors.Is
+	}{
+		{"answers after a restart", []error{syscall.ECONNREFUSED, unavailable, nil}, time.Minute, 3, nil},
+		{"a refusal is returned at once", []error{refusedErr}, time.Minute, 1, refusedErr},
+		{"still unreachable at the deadline", []error{syscall.ECONNREFUSED}, 300 * time.Millisecond, 0, syscall.ECONNREFUSED},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+			defer cancel()
+			calls := 0
+			err := untilAnswered(ctx, func(context.Context) error {
+				r := tc.results[min(calls, len(tc.results)-1)]
+				calls++
+				return r
+			})
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("untilAnswered = %v, want %v", err, tc.want)
+			}
+			if tc.calls > 0 && calls != tc.calls {
+				t.Fatalf("f called %d times, want %d", calls, tc.calls)
+			}
+			if tc.calls == 0 && calls < 2 {
+				t.Fatalf("f called %d times: a transient error must be retried", calls)
 			}
 		})
 	}
