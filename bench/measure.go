@@ -92,8 +92,7 @@ func measureOperator(ctx context.Context, bin string, nodes int, mode operatorSt
 		return operatorRun{}, err
 	}
 	from := t.Operator.Procs[0].Started()
-	profiled := make(chan error, 1)
-	profiled <- nil
+	profiled := func() error { return nil }
 	if mode == running {
 		if err := t.WaitForLeader(ctx); err != nil {
 			return operatorRun{}, err
@@ -107,10 +106,11 @@ func measureOperator(ctx context.Context, bin string, nodes int, mode operatorSt
 			if err := waitServing(ctx, "http://"+pprofAddr+"/debug/pprof/"); err != nil {
 				return operatorRun{}, err
 			}
-			<-profiled
 			// The profile covers the bootstrap: it starts before the
 			// TenantBundle and lasts longer than any bootstrap measured here.
-			go func() { profiled <- saveProfile(ctx, pprofAddr, "profile?seconds=4", cpuProfile) }()
+			saved := make(chan error, 1)
+			go func() { saved <- saveProfile(ctx, pprofAddr, "profile?seconds=4", cpuProfile) }()
+			profiled = func() error { return <-saved }
 		}
 		from = time.Now()
 		if err := t.ApplyBundle(ctx, framework.Bundle(w, url)); err != nil {
@@ -121,7 +121,7 @@ func measureOperator(ctx context.Context, bin string, nodes int, mode operatorSt
 		return operatorRun{}, err
 	}
 	now := time.Now()
-	if err := <-profiled; err != nil {
+	if err := profiled(); err != nil {
 		return operatorRun{}, err
 	}
 	return operatorRun{toReady: now.Sub(from), from: from, ready: now}, nil
