@@ -38,6 +38,7 @@ func auditing() (string, map[string][]string, func(), error) {
 }
 
 type auditEvent struct {
+	AuditID    string                    `json:"auditID"`
 	Stage      string                    `json:"stage"`
 	Verb       string                    `json:"verb"`
 	RequestURI string                    `json:"requestURI"`

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +25,9 @@ type idleResult struct {
 	floor memory
 	// settle counts the same for the settle period before the window.
 	settle *idleResult
+	// watches are the operator's watches still open at the window's end,
+	// which it renews when their timeout runs out.
+	watches openWatches
 	// toggle holds, per round, addon enabled → its HelmRelease created.
 	toggle []time.Duration
 	// dependency holds, per round, a dependency's HelmRelease Ready → its
@@ -106,6 +112,9 @@ func measureIdle(ctx context.Context, bin string, o options) (idleResult, error)
 	if err := countRequests(log, user, from, to, &res); err != nil {
 		return idleResult{}, err
 	}
+	if res.watches, err = watchesOpen(log, user, to); err != nil {
+		return idleResult{}, err
+	}
 	fmt.Printf("  toggling %s %d times\n", toggleAddon, o.toggles)
 	if res.toggle, err = measureToggle(ctx, t, o.toggles); err != nil {
 		return res, err
@@ -144,4 +153,58 @@ func countRequests(path, user string, from, to time.Time, res *idleResult) error
 			}
 		}
 	})
+}
+
+// openWatches are the long-running watches of a client at one moment.
+type openWatches struct {
+	resources []string
+	// shortest and longest are the timeouts those watches asked for: each
+	// is renewed by a new watch request when its timeout runs out.
+	shortest, longest time.Duration
+}
+
+// renewalsPerMinute bounds the requests the watches make by being renewed:
+// at most one per watch per its timeout.
+func (w openWatches) renewalsPerMinute() float64 {
+	if len(w.resources) == 0 || w.shortest <= 0 {
+		return 0
+	}
+	return float64(len(w.resources)) / w.shortest.Minutes()
+}
+
+// watchesOpen reads from the audit log the watches of user that had started
+// by t and not ended: a window shorter than their timeouts never sees them
+// renewed, so they are reported with the timeouts they asked for.
+func watchesOpen(path, user string, t time.Time) (openWatches, error) {
+	started := map[string]*auditEvent{}
+	err := readAudit(path, func(e *auditEvent) {
+		if e.Verb != "watch" || e.User.Username != user || e.Received.After(t) {
+			return
+		}
+		switch {
+		case e.Stage == "ResponseStarted":
+			started[e.AuditID] = e
+		case e.Stage == "ResponseComplete" && !e.Completed.After(t):
+			delete(started, e.AuditID)
+		}
+	})
+	var res openWatches
+	for _, e := range started {
+		u, perr := url.Parse(e.RequestURI)
+		if perr != nil {
+			return res, perr
+		}
+		secs, perr := strconv.Atoi(u.Query().Get("timeoutSeconds"))
+		if perr != nil {
+			return res, fmt.Errorf("watch %s names no timeoutSeconds", e.RequestURI)
+		}
+		d := time.Duration(secs) * time.Second
+		if res.shortest == 0 || d < res.shortest {
+			res.shortest = d
+		}
+		res.longest = max(res.longest, d)
+		res.resources = append(res.resources, e.resource())
+	}
+	slices.Sort(res.resources)
+	return res, err
 }

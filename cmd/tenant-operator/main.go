@@ -34,6 +34,7 @@ import (
 	"github.com/cozystack/tenant-operator/internal/scheme"
 	"github.com/cozystack/tenant-operator/internal/seed"
 	"github.com/cozystack/tenant-operator/internal/source"
+	"github.com/cozystack/tenant-operator/internal/watch"
 	"github.com/cozystack/tenant-operator/manifests"
 	"github.com/cozystack/tenant-operator/operator/addons"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
@@ -152,7 +153,8 @@ func run(ctx context.Context, opts options) error {
 		LeaderElectionReleaseOnCancel: true,
 		// Managed fields are a large share of every cached object and the
 		// operator never reads them.
-		Cache:  cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
+		Cache: cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields(),
+			NewInformer: watch.NewInformer},
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 	}
 	if opts.leaderElect {

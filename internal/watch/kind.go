@@ -1,10 +1,13 @@
-// Package watch is the event source of the bootstrap controller. It does what
-// controller-runtime's source.Kind does (an informer from the manager's cache,
-// a handler with predicates feeding the workqueue, workers held until the
-// initial list is delivered) but waits on client-go's completion channels
-// instead of polling: source.Kind polls the informer and then its handler
-// registration every 100 ms, and those two polls were 0.2 s of a ~1 s
-// bootstrap, spent after the TenantBundle existed and before the first install.
+// Package watch holds how the operator watches: the informers' watch
+// timeouts (timeout.go) and the event source of the bootstrap controller.
+//
+// The event source does what controller-runtime's source.Kind does (an
+// informer from the manager's cache, a handler with predicates feeding the
+// workqueue, workers held until the initial list is delivered) but waits on
+// client-go's completion channels instead of polling: source.Kind polls the
+// informer and then its handler registration every 100 ms, and those two
+// polls were 0.2 s of a ~1 s bootstrap, spent after the TenantBundle existed
+// and before the first install.
 package watch
 
 import (
