@@ -85,7 +85,9 @@ func splitBootstrap(events []*auditEvent, comps []bundle.Component, run operator
 		if !requested {
 			b.firstRequest, requested = e.Received.Sub(start), true
 		}
-		if e.resource() == "tenantbundles" && e.Verb == "list" {
+		// The cache's initial list is served from the watch cache
+		// (resourceVersion=0); the prefetch's list at start is not.
+		if e.resource() == "tenantbundles" && e.Verb == "list" && strings.Contains(e.RequestURI, "resourceVersion=0") {
 			b.listed, listed = e.Received.Sub(start), true
 			break
 		}

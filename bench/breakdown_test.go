@@ -26,7 +26,9 @@ func TestSplitBootstrap(t *testing.T) {
 		// Seeded before the process started at 200.
 		ev(harness, "patch", "tenantbundles", "", "", "", 100, 150),
 		ev(op, "patch", "customresourcedefinitions", "", "", "", 260, 270),
-		ev(op, "list", "tenantbundles", "", "", "", 300, 302),
+		// The prefetch's list, then the cache's.
+		ev(op, "list", "tenantbundles", "", "", "/apis/tenant.cozystack.io/v1alpha1/tenantbundles", 262, 263),
+		ev(op, "list", "tenantbundles", "", "", "/apis/tenant.cozystack.io/v1alpha1/tenantbundles?limit=500&resourceVersion=0", 300, 302),
 		ev(op, "list", "secrets", "", "cozy-cilium", "/api/v1/namespaces/cozy-cilium/secrets?labelSelector=owner%3Dhelm%2Cname%3Dcilium", 400, 401),
 		ev(kcm, "update", "daemonsets", "status", "cozy-cilium", "", 700, 710),
 		// A write still in flight when the operator reacts is not what it reacted to.
@@ -50,7 +52,7 @@ func TestSplitBootstrap(t *testing.T) {
 		t.Errorf("splitBootstrap = %+v, want %+v", got, want)
 	}
 
-	if _, err := splitBootstrap(append(events[:2:2], events[3:]...), comps, run); err == nil {
+	if _, err := splitBootstrap(append(events[:3:3], events[4:]...), comps, run); err == nil {
 		t.Error("a log in which the operator never lists TenantBundles must be an error")
 	}
 }

@@ -302,7 +302,7 @@ func (r *report) writeBreakdown(b *strings.Builder) {
 	fmt.Fprintf(b, "| process start (the TenantBundle seeded) → the operator's first request about the first release | %d ms |\n", d.startup.Milliseconds())
 	fmt.Fprintf(b, "| … of which until its first API request (exec, Go runtime and package initialisers, flags) | %d ms |\n", d.firstRequest.Milliseconds())
 	fmt.Fprintf(b, "| … then until its cache lists TenantBundles (its CRDs applied and served, the manager started) | %d ms |\n", (d.listed - d.firstRequest).Milliseconds())
-	fmt.Fprintf(b, "| … then (caches synced, lease, artifact pulled, plan) | %d ms |\n", (d.startup - d.listed).Milliseconds())
+	fmt.Fprintf(b, "| … then (caches synced, lease, plan; the artifact prefetched since the start) | %d ms |\n", (d.startup - d.listed).Milliseconds())
 	sum := d.startup + d.final
 	names := make([]string, 0, len(d.reactions))
 	for n := range d.reactions {

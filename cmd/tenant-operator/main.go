@@ -6,12 +6,14 @@ import (
 	"context"
 	"flag"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
@@ -21,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -116,11 +119,26 @@ func main() {
 func run(ctx context.Context, opts options) error {
 	cfg := ctrl.GetConfigOrDie()
 	scheme := scheme.New()
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	// One REST mapper for the direct client and the manager: each would
+	// otherwise read the API server's discovery on its own, the manager's
+	// read sitting between the CRD check and its caches' first lists.
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return err
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: httpClient, Mapper: mapper})
 	if err != nil {
 		return err
 	}
 	applier := apply.New(direct)
+	// One puller: addons reuse the artifact the bootstrap pulled, and the
+	// bootstrap what the prefetch pulled while the manager starts.
+	puller := &source.Puller{CacheDir: opts.cacheDir}
+	go tenantbundle.Prefetch(ctx, direct, puller)
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err
@@ -143,6 +161,7 @@ func run(ctx context.Context, opts options) error {
 	}
 	mgrOpts := ctrl.Options{
 		Scheme:                        scheme,
+		MapperProvider:                func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil },
 		Metrics:                       metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:        opts.probeAddr,
 		PprofBindAddress:              opts.pprofAddr,
@@ -183,8 +202,6 @@ func run(ctx context.Context, opts options) error {
 	// Discovery is the slowest part of the first Helm action; do it while
 	// the manager waits for its Lease and caches.
 	go helmClient.Warm()
-	// One puller: addons reuse the artifact the bootstrap pulled.
-	puller := &source.Puller{CacheDir: opts.cacheDir}
 	engine := bootstrap.NewEngine(helmClient, applier, &readiness.Checker{Reader: mgr.GetCache(), Live: mgr.GetAPIReader()}, bootstrap.NewDriftTracker())
 	if err := (&tenantbundle.Reconciler{
 		Client:    mgr.GetClient(),

@@ -18,6 +18,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/singleflight"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
@@ -54,9 +55,14 @@ type Artifact struct {
 	Dir    string // root of the extracted tree
 }
 
-// Puller pulls into a cache directory.
+// Puller pulls into a cache directory. One Puller is shared by every
+// controller of the process (and the prefetch at start), so a digest is
+// downloaded and extracted once even when they ask for it at the same time:
+// two extractions of one digest would remove each other's tree.
 type Puller struct {
 	CacheDir string
+
+	flights singleflight.Group
 }
 
 // Pull resolves the ref, verifies it and returns the extracted tree.
@@ -80,6 +86,16 @@ func (p *Puller) Pull(ctx context.Context, ref Ref) (*Artifact, error) {
 		return nil, fmt.Errorf("%w: %s:%s resolves to %s, spec.packages.digest is %s",
 			ErrDigestMismatch, ref.URL, ref.Tag, desc.Digest, ref.Digest)
 	}
+	art, err, _ := p.flights.Do(desc.Digest.String(), func() (any, error) { return p.fetch(ctx, repo, desc) })
+	if err != nil {
+		return nil, err
+	}
+	return art.(*Artifact), nil
+}
+
+// fetch downloads and extracts the artifact of desc unless the cache holds
+// it already.
+func (p *Puller) fetch(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor) (*Artifact, error) {
 	dir := filepath.Join(p.CacheDir, desc.Digest.Encoded())
 	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
 		return &Artifact{Digest: desc.Digest.String(), Dir: dir}, nil

@@ -1,0 +1,123 @@
+package source
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// registry serves one Flux artifact under repo "packages", tag "v1", and
+// counts the downloads of its layer.
+func registry(t *testing.T, files map[string]string) (host string, layerGets *atomic.Int32) {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for name, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	layer := buf.Bytes()
+	config := []byte("{}")
+	manifest, err := json.Marshal(ocispec.Manifest{
+		Versioned: specs.Versioned{SchemaVersion: 2},
+		MediaType: ocispec.MediaTypeImageManifest,
+		Config:    ocispec.Descriptor{MediaType: "application/vnd.cncf.flux.config.v1+json", Digest: digest.FromBytes(config), Size: int64(len(config))},
+		Layers:    []ocispec.Descriptor{{MediaType: FluxContentMediaType, Digest: digest.FromBytes(layer), Size: int64(len(layer))}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := map[digest.Digest][]byte{digest.FromBytes(layer): layer, digest.FromBytes(config): config}
+	layerGets = &atomic.Int32{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v2/packages/manifests/v1" || r.URL.Path == "/v2/packages/manifests/"+digest.FromBytes(manifest).String():
+			w.Header().Set("Content-Type", ocispec.MediaTypeImageManifest)
+			w.Header().Set("Docker-Content-Digest", digest.FromBytes(manifest).String())
+			w.Header().Set("Content-Length", strconv.Itoa(len(manifest)))
+			if r.Method == http.MethodGet {
+				_, _ = w.Write(manifest)
+			}
+		case strings.HasPrefix(r.URL.Path, "/v2/packages/blobs/"):
+			d := digest.Digest(strings.TrimPrefix(r.URL.Path, "/v2/packages/blobs/"))
+			body, ok := blobs[d]
+			if !ok {
+				http.NotFound(w, r)
+				return
+			}
+			if d == digest.FromBytes(layer) {
+				layerGets.Add(1)
+			}
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			_, _ = w.Write(body)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), layerGets
+}
+
+// The controllers of one process share a Puller and may ask for the same
+// digest at once; each must get the complete tree, downloaded once.
+func TestPullConcurrentSameDigest(t *testing.T) {
+	host, layerGets := registry(t, map[string]string{"system/cilium/Chart.yaml": "name: cilium\n"})
+	p := &Puller{CacheDir: t.TempDir()}
+	ref := Ref{URL: "oci://" + host + "/packages", Tag: "v1", Insecure: true}
+	const callers = 8
+	arts := make([]*Artifact, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() { arts[i], errs[i] = p.Pull(context.Background(), ref) })
+	}
+	wg.Wait()
+	for i := range callers {
+		if errs[i] != nil {
+			t.Fatalf("caller %d: %v", i, errs[i])
+		}
+		if arts[i].Dir != arts[0].Dir || arts[i].Digest != arts[0].Digest {
+			t.Fatalf("caller %d got %+v, caller 0 %+v", i, arts[i], arts[0])
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(arts[0].Dir, "system/cilium/Chart.yaml"))
+	if err != nil || string(raw) != "name: cilium\n" {
+		t.Fatalf("extracted tree: %q, %v", raw, err)
+	}
+	if n := layerGets.Load(); n != 1 {
+		t.Fatalf("layer downloaded %d times, want once", n)
+	}
+	// A later pull of the same digest is served from the cache.
+	if _, err := p.Pull(context.Background(), ref); err != nil {
+		t.Fatal(err)
+	}
+	if n := layerGets.Load(); n != 1 {
+		t.Fatalf("layer downloaded %d times after a cached pull, want once", n)
+	}
+}
