@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Establish makes the API server serve crds as the binary has them: each
@@ -27,7 +28,7 @@ import (
 func (e *Engine) Establish(ctx context.Context, probe rest.Interface, crds, watched []*unstructured.Unstructured, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := untilAnswered(ctx, func(ctx context.Context) error { return e.establish(ctx, crds, timeout) }); err != nil {
+	if err := untilAnswered(ctx, authGrace, func(ctx context.Context) error { return e.establish(ctx, crds, timeout) }); err != nil {
 		return err
 	}
 	return waitServed(ctx, probe, watched, timeout)
@@ -70,20 +71,39 @@ func (e *Engine) establish(ctx context.Context, crds []*unstructured.Unstructure
 	return nil
 }
 
+// authGrace is how long 401 and 403 are taken for a young API server's
+// rather than a final answer: kube-apiserver serves before its informers
+// have synced, and until then rejects valid ServiceAccount tokens (the
+// account is not in its cache yet, kubernetes/kubernetes#65785) and finds no
+// RBAC binding (#121635) for a few seconds. A binding that is really missing
+// still fails the start, this much later, with its message.
+const authGrace = 30 * time.Second
+
 // untilAnswered runs f again, with backoff, while it fails in a way that
 // can pass (the API server restarting or not reachable yet), until ctx ends.
 // Establish runs first thing at the operator's start: an API server that
 // restarts then (a control plane rolling while the tenant is created) is
 // waited for instead of making the operator exit into the kubelet's crash
 // backoff, which would add its 10 s, 20 s, ... to the bootstrap. A refusal
-// that no retry changes (forbidden, invalid) is returned at once.
-func untilAnswered(ctx context.Context, f func(context.Context) error) error {
+// that no retry changes (invalid, bad request) is returned at once; 401 and
+// 403 once they have lasted grace.
+func untilAnswered(ctx context.Context, grace time.Duration, f func(context.Context) error) error {
 	var last error
+	var authSince time.Time
 	backoff := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Steps: math.MaxInt32}
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-		if last = f(ctx); last == nil || refused(last) {
+		last = f(ctx)
+		switch {
+		case last == nil || refused(last):
 			return true, nil
+		case apierrors.IsUnauthorized(last) || apierrors.IsForbidden(last):
+			if authSince.IsZero() {
+				authSince = time.Now()
+				log.FromContext(ctx).Info("API server refused the operator; taken for one still syncing its caches", "grace", grace, "error", last.Error())
+			}
+			return time.Since(authSince) >= grace, nil
 		}
+		authSince = time.Time{}
 		return false, nil
 	})
 	switch {
@@ -97,9 +117,8 @@ func untilAnswered(ctx context.Context, f func(context.Context) error) error {
 
 // refused: the API server answered and no retry will change its answer.
 func refused(err error) bool {
-	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsInvalid(err) ||
-		apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err) || apierrors.IsNotAcceptable(err) ||
-		apierrors.IsUnsupportedMediaType(err)
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err) ||
+		apierrors.IsNotAcceptable(err) || apierrors.IsUnsupportedMediaType(err)
 }
 
 // waitServed waits, after the CRDs are established, until the API server

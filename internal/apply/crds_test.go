@@ -44,29 +44,37 @@ func TestServedResource(t *testing.T) {
 
 func TestUntilAnswered(t *testing.T) {
 	unavailable := apierrors.NewServiceUnavailable("restarting")
-	refusedErr := apierrors.NewForbidden(schema.GroupResource{Resource: "customresourcedefinitions"}, "x", errors.New("no"))
+	refusedErr := apierrors.NewBadRequest("no")
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "customresourcedefinitions"}, "x", errors.New("no"))
+	unauthorized := apierrors.NewUnauthorized("Unauthorized")
 	for _, tc := range []struct {
 		name    string
 		results []error // what f returns on each call; the last one repeats
 		timeout time.Duration
+		grace   time.Duration
 		calls   int
 		want    error // matched with errors.Is
 	}{
-		{"answers after a restart", []error{syscall.ECONNREFUSED, unavailable, nil}, time.Minute, 3, nil},
-		{"a refusal is returned at once", []error{refusedErr}, time.Minute, 1, refusedErr},
-		{"still unreachable at the deadline", []error{syscall.ECONNREFUSED}, 300 * time.Millisecond, 0, syscall.ECONNREFUSED},
+		{"answers after a restart", []error{syscall.ECONNREFUSED, unavailable, nil}, time.Minute, time.Minute, 3, nil},
+		{"a refusal is returned at once", []error{refusedErr}, time.Minute, time.Minute, 1, refusedErr},
+		{"still unreachable at the deadline", []error{syscall.ECONNREFUSED}, 300 * time.Millisecond, time.Minute, 0, syscall.ECONNREFUSED},
+		{"401 and 403 of a young API server are waited out", []error{syscall.ECONNREFUSED, unauthorized, forbidden, nil}, time.Minute, time.Minute, 4, nil},
+		{"403 that outlasts the grace is returned before the deadline", []error{forbidden}, time.Minute, 300 * time.Millisecond, 0, forbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
 			defer cancel()
 			calls := 0
-			err := untilAnswered(ctx, func(context.Context) error {
+			err := untilAnswered(ctx, tc.grace, func(context.Context) error {
 				r := tc.results[min(calls, len(tc.results)-1)]
 				calls++
 				return r
 			})
 			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 				t.Fatalf("untilAnswered = %v, want %v", err, tc.want)
+			}
+			if ctx.Err() != nil && tc.want != nil && tc.timeout > tc.grace {
+				t.Fatalf("untilAnswered returned at the deadline, not after the grace")
 			}
 			if tc.calls > 0 && calls != tc.calls {
 				t.Fatalf("f called %d times, want %d", calls, tc.calls)
