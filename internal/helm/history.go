@@ -98,17 +98,31 @@ func (c *Client) listHistory(ctx context.Context, ns, name, resourceVersion stri
 }
 
 // wrote records the revision a write of ours left, so the next history read
-// does not believe a cache that has not seen it. After a failed write, or one
-// that removed revisions, nothing is known until a consistent list says so.
-func (c *Client) wrote(ns, name string, rel *release.Release, err error) {
+// does not believe a cache that has not seen it, and keeps what it wrote for
+// Observe. After a failed write nothing is known until a consistent list
+// says so. It returns the install's or upgrade's result.
+func (c *Client) wrote(ns, name string, rel *release.Release, err error) (*Release, error) {
+	if err != nil || rel == nil || rel.Info == nil {
+		c.forget(ns, name)
+		return result(rel, err)
+	}
+	out, err := result(rel, nil)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := releaseKey(ns, name)
-	if err != nil || rel == nil || rel.Info == nil {
-		delete(c.known, key)
-		return
-	}
 	c.known[key] = revision{version: rel.Version, status: string(rel.Info.Status)}
+	kept := *out
+	c.written[key] = &kept
+	return out, err
+}
+
+// forget drops what this client knew of a release's history, after a write
+// that failed or removed revisions.
+func (c *Client) forget(ns, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.known, releaseKey(ns, name))
+	delete(c.written, releaseKey(ns, name))
 }
 
 func releaseKey(ns, name string) string { return ns + "/" + name }

@@ -50,7 +50,7 @@ func TestHistoryTrustsTheWatchCacheOnlyWhereItAgrees(t *testing.T) {
 			c.wrote("cozy-cilium", "cilium", &release.Release{Version: r.version, Info: &release.Info{Status: release.Status(r.status)}}, err)
 		}
 	}
-	uninstalled := func(c *Client) { c.wrote("cozy-cilium", "cilium", nil, nil) }
+	uninstalled := func(c *Client) { c.forget("cozy-cilium", "cilium") }
 	cases := []struct {
 		name       string
 		known      *revision // what the client knows before the read; nil: nothing
@@ -77,7 +77,7 @@ func TestHistoryTrustsTheWatchCacheOnlyWhereItAgrees(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			api := &historyAPI{cache: revisions(tc.cache...), etcd: revisions(tc.etcd...)}
-			c := &Client{metadata: api, known: map[string]revision{}}
+			c := &Client{metadata: api, known: map[string]revision{}, written: map[string]*Release{}}
 			if tc.known != nil {
 				c.known["cozy-cilium/cilium"] = *tc.known
 			}

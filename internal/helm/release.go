@@ -49,6 +49,23 @@ type Release struct {
 	// Deployed is true when some revision of the history is deployed, which
 	// decides between upgrade and (re)install after a failure.
 	Deployed bool
+	// parsed is Manifest as objects, shared by every copy of this
+	// revision's Release (see Objects).
+	parsed *parsedManifest
+}
+
+type decodedRevision struct {
+	id      string // the storage Secret's UID and resourceVersion
+	release *Release
+}
+
+// parsedManifest holds a revision's objects once they are parsed: the
+// bootstrap judges readiness from them on every reconcile, and parsing the
+// YAML of a CNI's manifest each time was most of the operator's time between
+// a workload turning Ready and its reaction to it.
+type parsedManifest struct {
+	mu   sync.Mutex
+	objs []*unstructured.Unstructured
 }
 
 // Pending reports a revision whose operation never finished: the writer died
@@ -70,10 +87,15 @@ type Client struct {
 	// known is each release's latest revision as last written or read for
 	// certain; see history.
 	known map[string]revision
-	// decoded keeps what was read out of each release revision's Secret,
-	// by UID and resourceVersion: a revision is decoded once, not on every
-	// reconcile.
-	decoded map[string]*Release
+	// decoded keeps what was read out of each release's latest revision's
+	// Secret, with that Secret's UID and resourceVersion: a revision is
+	// decoded (and its manifest parsed) once, not on every reconcile, and
+	// only the latest is kept.
+	decoded map[string]decodedRevision
+	// written is each release's revision as our own install or upgrade
+	// wrote it, taken for the Secret's content when the history next shows
+	// that revision (see Observe) instead of reading back what we just sent.
+	written map[string]*Release
 }
 
 // New returns a client for the cluster of cfg.
@@ -91,7 +113,8 @@ func New(cfg *rest.Config) (*Client, error) {
 		return nil, err
 	}
 	return &Client{config: cfg, discovery: dc, mapper: mapper, metadata: md, core: core,
-		actions: map[string]*action.Configuration{}, decoded: map[string]*Release{}, known: map[string]revision{}}, nil
+		actions: map[string]*action.Configuration{}, decoded: map[string]decodedRevision{}, known: map[string]revision{},
+		written: map[string]*Release{}}, nil
 }
 
 // configuration returns the action configuration whose storage lives in ns.
@@ -124,9 +147,16 @@ func (c *Client) Observe(ctx context.Context, ns, name string) (*Release, error)
 	if h.latest == nil {
 		return nil, nil
 	}
-	key := string(h.latest.UID) + "/" + h.latest.ResourceVersion
+	key, id := releaseKey(ns, name), string(h.latest.UID)+"/"+h.latest.ResourceVersion
 	c.mu.Lock()
-	cached, ok := c.decoded[key]
+	d, ok := c.decoded[key]
+	ok = ok && d.id == id
+	cached := d.release
+	if w := c.written[key]; !ok && w != nil && w.Revision == h.version && string(w.Status) == h.latest.Labels["status"] {
+		cached, ok = w, true
+		c.decoded[key] = decodedRevision{id: id, release: w}
+		delete(c.written, key)
+	}
 	c.mu.Unlock()
 	if !ok {
 		cfg, err := c.configuration(ns)
@@ -139,10 +169,7 @@ func (c *Client) Observe(ctx context.Context, ns, name string) (*Release, error)
 		}
 		cached = toRelease(rel, false)
 		c.mu.Lock()
-		if len(c.decoded) > 256 {
-			c.decoded = map[string]*Release{}
-		}
-		c.decoded[key] = cached
+		c.decoded[key] = decodedRevision{id: id, release: cached}
 		c.mu.Unlock()
 	}
 	out := *cached
@@ -152,9 +179,10 @@ func (c *Client) Observe(ctx context.Context, ns, name string) (*Release, error)
 
 func toRelease(r *release.Release, deployed bool) *Release {
 	out := &Release{Name: r.Name, Namespace: r.Namespace, Revision: r.Version, Manifest: r.Manifest,
-		Deployed: deployed || r.Info.Status == release.StatusDeployed}
+		Deployed: deployed, parsed: &parsedManifest{}}
 	if r.Info != nil {
 		out.Status = r.Info.Status
+		out.Deployed = deployed || r.Info.Status == release.StatusDeployed
 	}
 	if r.Chart != nil && r.Chart.Metadata != nil {
 		out.ChartName, out.ChartVersion = r.Chart.Metadata.Name, r.Chart.Metadata.Version
@@ -203,8 +231,7 @@ func (c *Client) Install(ctx context.Context, req Request) (*Release, error) {
 		return nil, err
 	}
 	rel, err := in.RunWithContext(ctx, ch, req.Values)
-	c.wrote(req.Namespace, req.Name, rel, err)
-	return result(rel, err)
+	return c.wrote(req.Namespace, req.Name, rel, err)
 }
 
 // ensureNamespace creates the release namespace as Helm's CreateNamespace
@@ -238,11 +265,13 @@ func (c *Client) Upgrade(ctx context.Context, req Request) (*Release, error) {
 		return nil, err
 	}
 	rel, err := up.RunWithContext(ctx, req.Name, ch, req.Values)
-	c.wrote(req.Namespace, req.Name, rel, err)
-	return result(rel, err)
+	return c.wrote(req.Namespace, req.Name, rel, err)
 }
 
 func result(rel *release.Release, err error) (*Release, error) {
+	if rel == nil && err == nil {
+		return nil, nil
+	}
 	if err != nil {
 		if isValuesError(err) {
 			return nil, fmt.Errorf("%w: %v", ErrValuesRejected, err)
@@ -278,7 +307,7 @@ func (c *Client) Unlock(r *Release) error {
 	if err != nil {
 		return err
 	}
-	defer c.wrote(r.Namespace, r.Name, nil, nil)
+	defer c.forget(r.Namespace, r.Name)
 	if _, err := cfg.Releases.Delete(r.Name, r.Revision); err != nil {
 		return fmt.Errorf("removing stale %s revision %d of %s/%s: %w", r.Status, r.Revision, r.Namespace, r.Name, err)
 	}
@@ -293,23 +322,47 @@ const ManagedByLabel = "app.kubernetes.io/managed-by"
 // of namespaced ones to the release namespace and stamping the ownership
 // metadata Helm stamps at install time (it is not in the stored manifest).
 // An object restored from these is therefore still Helm's and still seen by
-// the cache.
+// the cache. A revision is parsed once and its objects shared by every
+// caller: they must not be modified (copy them first).
 func (c *Client) Objects(r *Release) ([]*unstructured.Unstructured, error) {
+	if r.parsed == nil {
+		objs, _, err := c.parse(r)
+		return objs, err
+	}
+	r.parsed.mu.Lock()
+	defer r.parsed.mu.Unlock()
+	if r.parsed.objs != nil {
+		return r.parsed.objs, nil
+	}
+	objs, complete, err := c.parse(r)
+	if err == nil && complete {
+		r.parsed.objs = objs
+	}
+	return objs, err
+}
+
+// parse is Objects without the sharing. It is not complete when the scope
+// of some kind could not be looked up (a CRD not discovered yet): that
+// object then has no namespace, and the result must not be kept.
+func (c *Client) parse(r *Release) ([]*unstructured.Unstructured, bool, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(r.Manifest)), 4096)
-	var out []*unstructured.Unstructured
+	out := []*unstructured.Unstructured{}
+	complete := true
 	for {
 		u := &unstructured.Unstructured{}
 		if err := dec.Decode(&u.Object); err != nil {
 			if errors.Is(err, io.EOF) {
-				return out, nil
+				return out, complete, nil
 			}
-			return nil, fmt.Errorf("parsing manifest of %s/%s: %w", r.Namespace, r.Name, err)
+			return nil, false, fmt.Errorf("parsing manifest of %s/%s: %w", r.Namespace, r.Name, err)
 		}
 		if len(u.Object) == 0 {
 			continue
 		}
 		if u.GetNamespace() == "" {
-			if namespaced, err := c.namespaced(u); err == nil && namespaced {
+			namespaced, err := c.namespaced(u)
+			complete = complete && err == nil
+			if err == nil && namespaced {
 				u.SetNamespace(r.Namespace)
 			}
 		}
@@ -345,7 +398,7 @@ func (c *Client) Uninstall(ns, name string) error {
 	if err != nil {
 		return err
 	}
-	defer c.wrote(ns, name, nil, nil)
+	defer c.forget(ns, name)
 	un := action.NewUninstall(cfg)
 	un.IgnoreNotFound = true
 	if _, err := un.Run(name); err != nil {

@@ -12,7 +12,9 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -157,7 +159,7 @@ func (c *Checker) behind(id string, obj client.Object) bool {
 }
 
 func compute(obj client.Object, like *unstructured.Unstructured) (*status.Result, error) {
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kstatusInput(obj))
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +167,36 @@ func compute(obj client.Object, like *unstructured.Unstructured) (*status.Result
 	// Typed objects from the cache carry no TypeMeta; kstatus needs it.
 	u.SetGroupVersionKind(like.GroupVersionKind())
 	return status.Compute(u)
+}
+
+// kstatusInput is a workload without what kstatus never reads of one (it
+// reads metadata.generation and deletionTimestamp, spec.replicas,
+// updateStrategy and progressDeadlineSeconds, and status): the pod and
+// volume claim templates, selector, labels and annotations. Converting those
+// by reflection was most of the cost of judging a workload, paid twice on
+// every watch event of a rollout (see Changed) and for every workload of
+// every component on each reconcile, on the operator's reaction to a
+// workload turning Ready.
+func kstatusInput(obj client.Object) client.Object {
+	slim := func(m metav1.ObjectMeta) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, Generation: m.Generation,
+			DeletionTimestamp: m.DeletionTimestamp}
+	}
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		v := appsv1.Deployment{TypeMeta: o.TypeMeta, ObjectMeta: slim(o.ObjectMeta), Spec: o.Spec, Status: o.Status}
+		v.Spec.Template, v.Spec.Selector = corev1.PodTemplateSpec{}, nil
+		return &v
+	case *appsv1.DaemonSet:
+		v := appsv1.DaemonSet{TypeMeta: o.TypeMeta, ObjectMeta: slim(o.ObjectMeta), Spec: o.Spec, Status: o.Status}
+		v.Spec.Template, v.Spec.Selector = corev1.PodTemplateSpec{}, nil
+		return &v
+	case *appsv1.StatefulSet:
+		v := appsv1.StatefulSet{TypeMeta: o.TypeMeta, ObjectMeta: slim(o.ObjectMeta), Spec: o.Spec, Status: o.Status}
+		v.Spec.Template, v.Spec.Selector, v.Spec.VolumeClaimTemplates = corev1.PodTemplateSpec{}, nil, nil
+		return &v
+	}
+	return obj
 }
 
 // Changed reports whether an update of a workload can change what the
@@ -181,7 +213,7 @@ func Changed(old, new client.Object) bool {
 }
 
 func statusOf(obj client.Object) (*status.Result, error) {
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kstatusInput(obj))
 	if err != nil {
 		return nil, err
 	}

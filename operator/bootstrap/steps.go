@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/cozystack/tenant-operator/internal/apply"
 	"github.com/cozystack/tenant-operator/internal/helm"
 )
@@ -73,7 +75,13 @@ type CorrectDrift struct{ apply *apply.Engine }
 func (s *CorrectDrift) Name() string { return "correct-drift" }
 
 func (s *CorrectDrift) Reconcile(ctx stepContext, c *Component) error {
-	if _, err := s.apply.Correct(ctx, c.Objects); err != nil {
+	// The engine sorts and edits what it applies; the objects are the
+	// revision's, shared with every later reconcile (see helm.Objects).
+	objs := make([]*unstructured.Unstructured, len(c.Objects))
+	for i, o := range c.Objects {
+		objs[i] = o.DeepCopy()
+	}
+	if _, err := s.apply.Correct(ctx, objs); err != nil {
 		return fmt.Errorf("restoring %s: %w", c.Def.Name, err)
 	}
 	c.DriftSuspected = false
