@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +48,9 @@ type Reconciler struct {
 	// informers tells the event handlers whether the TenantBundle cache
 	// has synced (see allBundles).
 	informers cache.Informers
+	// workloadEvents counts the workload events that queued a reconcile
+	// (see superseded).
+	workloadEvents atomic.Uint64
 }
 
 // Reconcile brings the cluster to what the TenantBundle describes. It has no
@@ -69,6 +73,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	// that writes conditions and the rest of status separately lets a
 	// watcher see Ready=True next to a stale component list.
 	before := obj.DeepCopy()
+	events := r.workloadEvents.Load()
 	var notReady string
 	defer func() {
 		if v, ok := obj.GetAnnotations()[requestedAtAnnotation]; ok {
@@ -80,6 +85,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 		if equality.Semantic.DeepEqual(before.Status, obj.Status) {
 			return // nothing new to say: no write
+		}
+		if retErr == nil && progressOnly(before.Status, obj.Status) && r.workloadEvents.Load() != events {
+			// A workload event came in meanwhile and queued the next
+			// reconcile, which reports newer progress. During a rollout
+			// each write made the following reconcile, the one that sees
+			// the workloads Ready, wait behind it, and the API server
+			// spend its time on it beside the rollout.
+			return
 		}
 		if err := r.writeStatus(ctx, obj); err != nil {
 			retErr = errors.Join(retErr, client.IgnoreNotFound(err))

@@ -85,8 +85,12 @@ func nodeChanged() predicate.Predicate {
 // or its spec changed.
 func (r *Reconciler) workloadHandler() handler.EventHandler {
 	enqueueAll := func(ctx context.Context, q queue) {
-		for _, req := range r.allBundles(ctx, nil) {
+		reqs := r.allBundles(ctx, nil)
+		for _, req := range reqs {
 			q.Add(req)
+		}
+		if len(reqs) > 0 {
+			r.workloadEvents.Add(1)
 		}
 	}
 	mark := func(obj client.Object) {
