@@ -130,7 +130,7 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	direct, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: httpClient, Mapper: mapper})
+	direct, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, HTTPClient: httpClient, Mapper: mapper})
 	if err != nil {
 		return err
 	}

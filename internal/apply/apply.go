@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
-	"github.com/fluxcd/cli-utils/pkg/object"
 	"github.com/fluxcd/pkg/ssa"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -168,15 +167,8 @@ func ConditionPatch(obj client.Object, gvk schema.GroupVersionKind, c metav1.Con
 	return u, nil
 }
 
-// waitPoll is how often a staged apply or a wait re-reads what it waits for.
-// It waits for CRDs at operator start: one is Established within tens of
-// milliseconds, and everything after the start waits on them, so a coarse
-// poll would sit directly on the bootstrap's critical path. The polls are
-// GETs of a handful of objects and last only as long as the wait.
+// waitPoll is how often a staged apply (the seed's, on the management side)
+// re-reads what it waits for, and how often a new resource's watch is
+// probed (see waitServed): one is ready within tens of milliseconds, and
+// what follows waits on it, so a coarse poll would sit on the critical path.
 const waitPoll = 25 * time.Millisecond
-
-// waitCurrent blocks until every object is Current by kstatus (a CRD: Established).
-func (e *Engine) waitCurrent(ctx context.Context, objs []*unstructured.Unstructured, timeout time.Duration) error {
-	return e.rm.WaitForSetWithContext(ctx, object.UnstructuredSetToObjMetadataSet(objs),
-		ssa.WaitOptions{Interval: waitPoll, Timeout: timeout})
-}

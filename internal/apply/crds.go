@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -64,11 +66,81 @@ func (e *Engine) establish(ctx context.Context, crds []*unstructured.Unstructure
 		}
 	}
 	if len(applied) > 0 {
-		if err := e.waitCurrent(ctx, applied, timeout); err != nil {
+		if err := e.waitEstablished(ctx, applied); err != nil {
 			return fmt.Errorf("waiting for CustomResourceDefinitions to be established: %w", err)
 		}
 	}
 	return nil
+}
+
+// waitEstablished waits, on a watch of each CRD, until the API server
+// reports it Established. kstatus's poller read every CRD of the cluster
+// every 25 ms instead (its reader lists the whole kind): Flux's seven alone
+// are megabytes, decoded by the operator and encoded by the API server ten
+// times a second while the addon tier starts beside the network's rollout.
+// A CRD whose names the API server refused fails at once with its message.
+func (e *Engine) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured) error {
+	wc, ok := e.c.(client.WithWatch)
+	if !ok {
+		return fmt.Errorf("the apply engine's client cannot watch")
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	for _, crd := range crds {
+		g.Go(func() error {
+			for {
+				w, err := wc.Watch(ctx, &apiextensionsv1.CustomResourceDefinitionList{},
+					client.MatchingFields{"metadata.name": crd.GetName()})
+				if err != nil {
+					return fmt.Errorf("watching CustomResourceDefinition %s: %w", crd.GetName(), err)
+				}
+				done, err := untilEstablished(ctx, w)
+				w.Stop()
+				if done || err != nil {
+					return err
+				}
+				// The API server ended the watch; a new one starts from
+				// the CRD as it is then.
+			}
+		})
+	}
+	return g.Wait()
+}
+
+// untilEstablished reads w until its CRD is Established (true) or refused
+// (an error); false without an error when the watch ended first.
+func untilEstablished(ctx context.Context, w watch.Interface) (bool, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case ev, open := <-w.ResultChan():
+			if !open {
+				return false, nil
+			}
+			if ev.Type == watch.Error {
+				return false, apierrors.FromObject(ev.Object)
+			}
+			crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			if established, err := crdEstablished(crd); established || err != nil {
+				return established, err
+			}
+		}
+	}
+}
+
+func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) (bool, error) {
+	for _, c := range crd.Status.Conditions {
+		switch {
+		case c.Type == apiextensionsv1.NamesAccepted && c.Status == apiextensionsv1.ConditionFalse:
+			return false, fmt.Errorf("CustomResourceDefinition %s: names not accepted: %s", crd.Name, c.Message)
+		case c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue:
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // authGrace is how long 401 and 403 are taken for a young API server's

@@ -3,14 +3,17 @@ package apply
 import (
 	"context"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 func TestServedResource(t *testing.T) {
@@ -81,6 +84,58 @@ func TestUntilAnswered(t *testing.T) {
 			}
 			if tc.calls == 0 && calls < 2 {
 				t.Fatalf("f called %d times: a transient error must be retried", calls)
+			}
+		})
+	}
+}
+
+func TestUntilEstablished(t *testing.T) {
+	crd := func(conds ...apiextensionsv1.CustomResourceDefinitionCondition) *apiextensionsv1.CustomResourceDefinition {
+		return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.io"},
+			Status: apiextensionsv1.CustomResourceDefinitionStatus{Conditions: conds}}
+	}
+	cond := func(typ apiextensionsv1.CustomResourceDefinitionConditionType, st apiextensionsv1.ConditionStatus) apiextensionsv1.CustomResourceDefinitionCondition {
+		return apiextensionsv1.CustomResourceDefinitionCondition{Type: typ, Status: st, Message: "taken by another CRD"}
+	}
+	accepted := cond(apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionTrue)
+	established := cond(apiextensionsv1.Established, apiextensionsv1.ConditionTrue)
+	notYet := cond(apiextensionsv1.Established, apiextensionsv1.ConditionFalse)
+	for _, tc := range []struct {
+		name    string
+		events  []watch.Event
+		closed  bool // the server ends the watch after the events
+		done    bool
+		wantErr string
+	}{
+		{"already established when the watch starts", []watch.Event{{Type: watch.Added, Object: crd(accepted, established)}}, false, true, ""},
+		{"established later", []watch.Event{{Type: watch.Added, Object: crd()}, {Type: watch.Modified, Object: crd(accepted, notYet)},
+			{Type: watch.Modified, Object: crd(accepted, established)}}, false, true, ""},
+		{"names refused", []watch.Event{{Type: watch.Added, Object: crd(cond(apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionFalse), notYet)}},
+			false, false, "names not accepted: taken by another CRD"},
+		{"watch ended before: not done, no error", []watch.Event{{Type: watch.Added, Object: crd(accepted, notYet)}}, true, false, ""},
+		{"deleted meanwhile: still waiting", []watch.Event{{Type: watch.Deleted, Object: crd(accepted, established)}}, true, false, ""},
+		{"watch error", []watch.Event{{Type: watch.Error, Object: &metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonGone, Message: "too old"}}},
+			false, false, "too old"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := watch.NewFakeWithChanSize(len(tc.events), false)
+			for _, ev := range tc.events {
+				w.Action(ev.Type, ev.Object)
+			}
+			if tc.closed {
+				w.Stop()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			done, err := untilEstablished(ctx, w)
+			if done != tc.done {
+				t.Errorf("done = %v, want %v", done, tc.done)
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("error %v, want none", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("error %v, want one saying %q", err, tc.wantErr)
 			}
 		})
 	}
