@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -16,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cozystack/tenant-operator/internal/outcome"
 )
 
 // Establish makes the API server serve crds as the binary has them: each
@@ -30,7 +31,8 @@ import (
 func (e *Engine) Establish(ctx context.Context, probe rest.Interface, crds, watched []*unstructured.Unstructured, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := untilAnswered(ctx, authGrace, func(ctx context.Context) error { return e.establish(ctx, crds, timeout) }); err != nil {
+	retry := outcome.Backoff(50*time.Millisecond, 2*time.Second)
+	if err := untilAnswered(ctx, authGrace, retry, func(ctx context.Context) error { return e.establish(ctx, crds, timeout) }); err != nil {
 		return err
 	}
 	return waitServed(ctx, probe, watched, timeout)
@@ -151,7 +153,7 @@ func crdEstablished(crd *apiextensionsv1.CustomResourceDefinition) (bool, error)
 // still fails the start, this much later, with its message.
 const authGrace = 30 * time.Second
 
-// untilAnswered runs f again, with backoff, while it fails in a way that
+// untilAnswered runs f again, after each delay, while it fails in a way that
 // can pass (the API server restarting or not reachable yet), until ctx ends.
 // Establish runs first thing at the operator's start: an API server that
 // restarts then (a control plane rolling while the tenant is created) is
@@ -159,11 +161,10 @@ const authGrace = 30 * time.Second
 // backoff, which would add its 10 s, 20 s, ... to the bootstrap. A refusal
 // that no retry changes (invalid, bad request) is returned at once; 401 and
 // 403 once they have lasted grace.
-func untilAnswered(ctx context.Context, grace time.Duration, f func(context.Context) error) error {
+func untilAnswered(ctx context.Context, grace time.Duration, delay wait.DelayFunc, f func(context.Context) error) error {
 	var last error
 	var authSince time.Time
-	backoff := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Steps: math.MaxInt32}
-	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+	err := delay.Until(ctx, true, true, func(ctx context.Context) (bool, error) {
 		last = f(ctx)
 		switch {
 		case last == nil || refused(last):

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/cozystack/tenant-operator/internal/outcome"
 )
 
 func TestServedResource(t *testing.T) {
@@ -59,6 +61,7 @@ func TestUntilAnswered(t *testing.T) {
 		want    error // matched with errors.Is
 	}{
 		{"answers after a restart", []error{syscall.ECONNREFUSED, unavailable, nil}, time.Minute, time.Minute, 3, nil},
+		{"unreachable for longer than the backoff takes to reach its cap", append(repeat(syscall.ECONNREFUSED, 20), nil), time.Minute, time.Minute, 21, nil},
 		{"a refusal is returned at once", []error{refusedErr}, time.Minute, time.Minute, 1, refusedErr},
 		{"still unreachable at the deadline", []error{syscall.ECONNREFUSED}, 300 * time.Millisecond, time.Minute, 0, syscall.ECONNREFUSED},
 		{"401 and 403 of a young API server are waited out", []error{syscall.ECONNREFUSED, unauthorized, forbidden, nil}, time.Minute, time.Minute, 4, nil},
@@ -68,7 +71,7 @@ func TestUntilAnswered(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
 			defer cancel()
 			calls := 0
-			err := untilAnswered(ctx, tc.grace, func(context.Context) error {
+			err := untilAnswered(ctx, tc.grace, outcome.Backoff(time.Millisecond, 4*time.Millisecond), func(context.Context) error {
 				r := tc.results[min(calls, len(tc.results)-1)]
 				calls++
 				return r
@@ -87,6 +90,14 @@ func TestUntilAnswered(t *testing.T) {
 			}
 		})
 	}
+}
+
+func repeat(err error, n int) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
 }
 
 func TestUntilEstablished(t *testing.T) {

@@ -6,8 +6,10 @@ package outcome
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -66,4 +68,14 @@ const MaxRetryDelay = 10 * time.Second
 // per-object exponential backoff from 5 ms up to MaxRetryDelay.
 func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxRetryDelay)
+}
+
+// Backoff is the delay between the tries of a step that must not give up
+// before its context ends: first, doubled on every try up to limit, then
+// limit for as long as it takes. Use it as Backoff(...).Until(ctx, true,
+// true, condition). wait.ExponentialBackoff is not that: it counts the cap
+// as the end of its steps and returns ErrWaitTimeout there, which made a
+// 50 ms..2 s backoff give up on a restarting API server after 3 s.
+func Backoff(first, limit time.Duration) wait.DelayFunc {
+	return wait.Backoff{Duration: first, Factor: 2, Cap: limit, Steps: math.MaxInt32}.DelayFunc()
 }

@@ -50,3 +50,28 @@ func TestRateLimiterCapsBackoff(t *testing.T) {
 		t.Errorf("after Forget the backoff is %s, want 5ms", d)
 	}
 }
+
+func TestBackoffNeverEnds(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name         string
+		first, limit time.Duration
+		want         []time.Duration // then limit for ever
+	}{
+		{"doubles up to the cap", 50 * ms, 2 * time.Second, []time.Duration{50 * ms, 100 * ms, 200 * ms, 400 * ms, 800 * ms, 1600 * ms}},
+		{"starts at the cap", 10 * time.Second, 10 * time.Second, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := Backoff(tc.first, tc.limit)
+			for i := range 1000 {
+				want := tc.limit
+				if i < len(tc.want) {
+					want = tc.want[i]
+				}
+				if got := next(); got != want {
+					t.Fatalf("delay %d = %v, want %v", i, got, want)
+				}
+			}
+		})
+	}
+}

@@ -3,13 +3,11 @@ package addons
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,8 +50,7 @@ func (s *Starter) Start(ctx context.Context) error {
 	if err := s.waitForNetwork(ctx); err != nil {
 		return err
 	}
-	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Steps: math.MaxInt32, Cap: outcome.MaxRetryDelay}
-	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+	err := outcome.Backoff(time.Second, outcome.MaxRetryDelay).Until(ctx, true, true, func(ctx context.Context) (bool, error) {
 		if err := s.install(ctx); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "installing the Flux CRDs, will retry")
 			return false, nil
