@@ -280,7 +280,7 @@ func (r *report) writeFaults(b *strings.Builder) {
 // apiserverRecovery is what the kept logs (-keep-logs) of the API-server
 // trials show; it explains a number of the table, it is not measured here.
 const apiserverRecovery = `Why an API-server restart takes about a minute to converge, from the kept logs (` + "`-keep-logs`" + `, 2026-12-05):
-in the trials read, the operator's first request after /readyz got 403 while the new API server's RBAC authorizer is still loading,
+in the trials read, the operator's first request after /readyz got 403 while the new API server's RBAC authorizer was still loading,
 its retry came at the workqueue's 10 s cap and installed the pending release; then kube-controller-manager held
 the rollout. Its informers back off like every client-go reflector (0.8 s doubling to 30 s, jitter up to ×2, so
 the first list after a 20 s outage can come 30 s after the server is back), and until its pod and lease caches have
