@@ -37,6 +37,12 @@ type breakdown struct {
 	// final is the last status write of any component's workloads to the
 	// end of the operator's status write that the harness then saw Ready.
 	final time.Duration
+	// steps are, per component, its install and rollout inside the
+	// bootstrap: the operator's first request about its release to the last
+	// status write of its workloads before the operator moved on (its
+	// dependents' first request, or the Ready status write). The limit
+	// times the same span with the component installed alone.
+	steps map[string]time.Duration
 }
 
 // measureBreakdown runs one extra bootstrap, not timed with the others,
@@ -73,7 +79,7 @@ func measureBreakdown(ctx context.Context, bin string, nodes int, keepLogs bool)
 // bootstrap, sorted by the time each request was received.
 func splitBootstrap(events []*auditEvent, comps []bundle.Component, run operatorRun) (breakdown, error) {
 	operator := fmt.Sprintf("system:serviceaccount:%s:%s", seed.DefaultNamespace, seed.Name)
-	b := breakdown{total: run.ready.Sub(run.from), reactions: map[string]time.Duration{}}
+	b := breakdown{total: run.ready.Sub(run.from), reactions: map[string]time.Duration{}, steps: map[string]time.Duration{}}
 	// The process start is the harness's clock; the audit log's times are
 	// the API server's, on the same machine.
 	start := run.from
@@ -136,6 +142,15 @@ func splitBootstrap(events []*auditEvent, comps []bundle.Component, run operator
 	var namespaces []string
 	for name := range first {
 		namespaces = append(namespaces, namespaceOf(comps, name))
+		movedOn := readyWrite.Received
+		for _, c := range comps {
+			if at, ok := first[c.Name]; ok && slices.Contains(c.DependsOn, name) && at.Before(movedOn) {
+				movedOn = at
+			}
+		}
+		if last := lastWorkloadStatus(events, []string{namespaceOf(comps, name)}, movedOn); !last.IsZero() {
+			b.steps[name] = last.Sub(first[name])
+		}
 	}
 	if last := lastWorkloadStatus(events, namespaces, readyWrite.Received); !last.IsZero() {
 		b.final = readyWrite.Completed.Sub(last)

@@ -48,7 +48,8 @@ func TestSplitBootstrap(t *testing.T) {
 	want := breakdown{total: 860 * time.Millisecond, startup: 200 * time.Millisecond, firstRequest: 60 * time.Millisecond,
 		listed: 100 * time.Millisecond, reactions: map[string]time.Duration{"coredns": 30 * time.Millisecond}, final: 40 * time.Millisecond}
 	if got.total != want.total || got.startup != want.startup || got.firstRequest != want.firstRequest || got.listed != want.listed ||
-		got.final != want.final || len(got.reactions) != 1 || got.reactions["coredns"] != want.reactions["coredns"] {
+		got.final != want.final || len(got.reactions) != 1 || got.reactions["coredns"] != want.reactions["coredns"] ||
+		len(got.steps) != 2 || got.steps["cilium"] != 310*time.Millisecond || got.steps["coredns"] != 270*time.Millisecond {
 		t.Errorf("splitBootstrap = %+v, want %+v", got, want)
 	}
 

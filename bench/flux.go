@@ -12,7 +12,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/tenant-operator/e2e/framework"
@@ -76,18 +76,19 @@ func measureFluxChain(ctx context.Context, nodes int) (fluxResult, error) {
 			return fluxResult{}, err
 		}
 	}
-	err = wait.PollUntilContextTimeout(ctx, pollEvery, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, comp := range comps {
-			var hr helmv2.HelmRelease
-			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: comp.Name}, &hr); err != nil {
-				return false, err
-			}
-			if !conditions.IsReady(&hr) {
-				return false, nil
+	wc, err := watchingClient(w.Config)
+	if err != nil {
+		return fluxResult{}, err
+	}
+	err = untilSynced(ctx, wc, &helmv2.HelmReleaseList{}, 5*time.Minute, func(objs []runtime.Object) (bool, error) {
+		ready := 0
+		for _, o := range objs {
+			if conditions.IsReady(o.(*helmv2.HelmRelease)) {
+				ready++
 			}
 		}
-		return true, nil
-	})
+		return ready == len(comps), nil
+	}, client.InNamespace(ns))
 	if err != nil {
 		return fluxResult{}, err
 	}
