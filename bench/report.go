@@ -166,8 +166,8 @@ func (r *report) markdown() string {
   workloads' last status write before the operator moved on (its dependents' first request, or that status write).
 - **Critical-path limit**: the same charts and values, installed with the operator's own Helm code one component at a
   time, each after its dependencies are Ready; each is timed from install to its workloads Ready by kstatus, judged
-  when the install returns and again on every event of a watch of the workloads of its namespace. The limit is the longest path through the DAG of those times — what an ideal installer with zero
-  overhead between steps would achieve.
+  when the install returns and again on every event of a watch of the workloads of its namespace. The limit is the
+  longest path through the DAG of those times — what an ideal installer with zero overhead between steps would achieve.
 - **Flux-only chain**: the same charts pushed as OCI Helm charts, one HelmRelease each with dependsOn, created at once,
   reconciled by the real helm-controller v1.6.4 and source-controller v1.9.6 with ` + "`--requeue-dependency=30s`" + `
   (Cozystack's setting); the clock stops when a watch of the HelmReleases has delivered every one Ready.

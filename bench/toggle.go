@@ -59,7 +59,7 @@ func measureToggle(ctx context.Context, t *framework.Tenant, n int) ([]time.Dura
 
 // addonsCLI is a watching client and the CLI's addon commands on it.
 func addonsCLI(t *framework.Tenant) (client.WithWatch, *cli.Addons, error) {
-	c, err := client.NewWithWatch(t.World.Config, client.Options{Scheme: framework.Scheme()})
+	c, err := watchingClient(t.World.Config)
 	if err != nil {
 		return nil, nil, err
 	}

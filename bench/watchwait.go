@@ -78,8 +78,8 @@ func itemOf(c client.Client, list client.ObjectList) (runtime.Object, error) {
 }
 
 // workloadEvents opens watches on the workloads of a namespace and merges
-// their events into one channel, closed when ctx ends. Opened before a
-// change, they deliver everything that follows it.
+// their events into one channel; the watches stop when ctx ends. Opened
+// before a change, they deliver everything that follows it.
 func workloadEvents(ctx context.Context, c client.WithWatch, ns string) (<-chan struct{}, error) {
 	out := make(chan struct{}, 1)
 	for _, list := range []client.ObjectList{&appsv1.DaemonSetList{}, &appsv1.DeploymentList{}, &appsv1.StatefulSetList{}} {
