@@ -199,17 +199,37 @@ func kstatusInput(obj client.Object) client.Object {
 	return obj
 }
 
-// Changed reports whether an update of a workload can change what the
-// operator decides: its spec (generation) or its kstatus verdict. Status
-// churn that leaves both alone (heartbeats, counters that do not cross a
-// threshold) wakes nobody, which keeps the operator silent at idle.
-func Changed(old, new client.Object) bool {
+// Change is what an update of a workload can change for the operator.
+type Change int
+
+const (
+	// Unchanged: status churn that moves neither the spec nor the kstatus
+	// verdict or message (heartbeats, observedGeneration catching up).
+	Unchanged Change = iota
+	// Progress: only the kstatus message moved, as the counters of a
+	// rollout do ("Ready: 2/3"); the verdict is what it was.
+	Progress
+	// Verdict: the spec (generation) or the kstatus status changed, which
+	// can change what the operator decides.
+	Verdict
+)
+
+// Changed classifies an update of a workload. Churn that is not a Change
+// wakes nobody, which keeps the operator silent at idle; Progress wakes it
+// only to refresh what it reports.
+func Changed(old, new client.Object) Change {
 	if old.GetGeneration() != new.GetGeneration() {
-		return true
+		return Verdict
 	}
 	a, errA := statusOf(old)
 	b, errB := statusOf(new)
-	return errA != nil || errB != nil || a.Status != b.Status || a.Message != b.Message
+	switch {
+	case errA != nil || errB != nil || a.Status != b.Status:
+		return Verdict
+	case a.Message != b.Message:
+		return Progress
+	}
+	return Unchanged
 }
 
 func statusOf(obj client.Object) (*status.Result, error) {

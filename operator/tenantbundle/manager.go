@@ -2,6 +2,7 @@ package tenantbundle
 
 import (
 	"context"
+	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 
@@ -68,26 +69,38 @@ func (r *Reconciler) allBundles(ctx context.Context, o client.Object) []reconcil
 }
 
 // nodeChanged passes node events that can change the variant or the cloud
-// effects: creation, deletion, labels, providerID, taints.
+// effects: creation, deletion, labels, providerID, the uninitialized taint.
+// Other taints are not looked at: the not-ready ones come and go on every
+// node as the CNI rolls out, and each woke a reconcile beside that rollout.
 func nodeChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
 			return o.Spec.ProviderID != n.Spec.ProviderID ||
 				!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
-				!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints)
+				uninitialized(o) != uninitialized(n)
 		},
 	}
 }
 
+// progressEvery is how often, at most, a rollout's counters alone wake the
+// reconciler to refresh the progress it reports. A DaemonSet's status is
+// written once per pod or so, and reconciling on each of those writes gave
+// the API server and the operator work beside the rollout on the
+// bootstrap's critical path (more so the more nodes) without changing what
+// the operator decides.
+const progressEvery = time.Second
+
 // workloadHandler enqueues every TenantBundle (there is one per cluster) and
 // marks the owning release for a drift check when the workload was deleted
-// or its spec changed.
+// or its spec changed. An update that only moves a rollout's progress is
+// enqueued after progressEvery, which folds the updates of that second into
+// one reconcile; one that can change a decision is enqueued at once.
 func (r *Reconciler) workloadHandler() handler.EventHandler {
-	enqueueAll := func(ctx context.Context, q queue) {
+	enqueueAll := func(ctx context.Context, q queue, after time.Duration) {
 		reqs := r.allBundles(ctx, nil)
 		for _, req := range reqs {
-			q.Add(req)
+			q.AddAfter(req, after)
 		}
 		if len(reqs) > 0 {
 			r.workloadEvents.Add(1)
@@ -100,18 +113,21 @@ func (r *Reconciler) workloadHandler() handler.EventHandler {
 		}
 	}
 	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q queue) { enqueueAll(ctx, q) },
+		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q queue) { enqueueAll(ctx, q, 0) },
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
 				mark(e.ObjectNew)
 			}
-			if readiness.Changed(e.ObjectOld, e.ObjectNew) {
-				enqueueAll(ctx, q)
+			switch readiness.Changed(e.ObjectOld, e.ObjectNew) {
+			case readiness.Verdict:
+				enqueueAll(ctx, q, 0)
+			case readiness.Progress:
+				enqueueAll(ctx, q, progressEvery)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
 			mark(e.Object)
-			enqueueAll(ctx, q)
+			enqueueAll(ctx, q, 0)
 		},
 	}
 }

@@ -3,6 +3,7 @@ package tenantbundle
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -103,11 +104,8 @@ func waitingForEffects(v *bundle.Variant, nodes []corev1.Node) string {
 					pending = append(pending, n.Name)
 				}
 			case bundle.EffectInitialized:
-				for _, t := range n.Spec.Taints {
-					if t.Key == uninitializedTaint {
-						pending = append(pending, n.Name)
-						break
-					}
+				if uninitialized(&n) {
+					pending = append(pending, n.Name)
 				}
 			}
 		}
@@ -157,4 +155,10 @@ func (r *Reconciler) checkCredentials(ctx context.Context, obj *tenantv1.TenantB
 		return "", err
 	}
 	return ref.Name, nil
+}
+
+// uninitialized reports the taint a kubelet with an external cloud provider
+// starts with and the cloud controller manager lifts.
+func uninitialized(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == uninitializedTaint })
 }
