@@ -207,7 +207,7 @@ func measureCriticalPath(ctx context.Context, nodes int) (limitRun, error) {
 	res := limitRun{steps: map[string]time.Duration{}}
 	finish := map[string]time.Duration{}
 	for _, comp := range comps {
-		ch, err := helm.BuildFromTree(helm.TreeChart{Tree: packages.TestdataDir(), Path: comp.Chart.Path,
+		ch, err := helm.BuildFromTree(helm.TreeChart{Tree: os.DirFS(packages.TestdataDir()), Path: comp.Chart.Path,
 			Libraries: comp.Chart.Libraries, ValuesFiles: comp.Chart.ValuesFiles})
 		if err != nil {
 			return limitRun{}, err

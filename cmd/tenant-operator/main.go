@@ -17,7 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -137,7 +138,7 @@ func run(ctx context.Context, opts options) error {
 	applier := apply.New(direct)
 	// One puller: addons reuse the artifact the bootstrap pulled, and the
 	// bootstrap what the prefetch pulled while the manager starts.
-	puller := &source.Puller{CacheDir: opts.cacheDir}
+	puller := &source.Puller{CacheDir: opts.cacheDir, Log: ctrl.Log.WithName("source")}
 	go tenantbundle.Prefetch(ctx, direct, puller)
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -273,10 +274,17 @@ func installCRDs(ctx context.Context, applier *apply.Engine, probe rest.Interfac
 }
 
 func newLock(cfg *rest.Config, opts options) (resourcelock.Interface, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	// The two typed clients the lock uses, not a whole Clientset: building
+	// one sets up a client for every API group, and those pages of code
+	// stayed resident for the life of the process.
+	core, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	coordination, err := coordinationv1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	return resourcelock.New(resourcelock.LeasesResourceLock, opts.leaderNamespace, seed.LeaseName,
-		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: opts.leaderIdentity})
+		core, coordination, resourcelock.ResourceLockConfig{Identity: opts.leaderIdentity})
 }

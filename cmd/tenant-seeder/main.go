@@ -88,7 +88,7 @@ func run(ctx context.Context, metricsAddr, leaderNS, cacheDir string, leaderElec
 		APIReader:      mgr.GetAPIReader(),
 		Tenants:        &seeder.TenantClients{Scheme: s},
 		StatusInterval: statusInterval,
-		Placement:      &seeder.Placement{Helm: helmClient, Puller: &source.Puller{CacheDir: cacheDir}, Variants: loaded},
+		Placement:      &seeder.Placement{Helm: helmClient, Puller: &source.Puller{CacheDir: cacheDir, Log: ctrl.Log.WithName("source")}, Variants: loaded},
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ var _ = Describe("Migrating a tenant the management side provisioned", Ordered, 
 		crdUID    string
 		vsnapCRD  = "volumesnapshots.snapshot.storage.k8s.io"
 		managedBy = func(ctx context.Context, c *helm.Client, ns, name string) {
-			ch, err := helm.BuildFromTree(helm.TreeChart{Tree: packages.TestdataDir(), Path: "system/" + name})
+			ch, err := helm.BuildFromTree(helm.TreeChart{Tree: os.DirFS(packages.TestdataDir()), Path: "system/" + name})
 			Expect(err).NotTo(HaveOccurred())
 			_, err = c.Install(ctx, helm.Request{Namespace: ns, Name: name, Chart: ch, Values: map[string]any{}})
 			Expect(err).NotTo(HaveOccurred())

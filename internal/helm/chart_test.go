@@ -2,13 +2,14 @@ package helm
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 )
 
 // The stand-in packages tree has the Cozystack layout: umbrella charts under
 // system/, a library under library/.
-var tree = filepath.Join("..", "..", "e2e", "testdata", "packages")
+var tree = os.DirFS(filepath.Join("..", "..", "e2e", "testdata", "packages"))
 
 func TestBuildFromTree(t *testing.T) {
 	tests := []struct {

@@ -26,7 +26,7 @@ func TestExportedChartMatchesTheSeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := helm.BuildFromTree(helm.TreeChart{Tree: filepath.Join("..", "..", "manifests", "seed"), Path: "chart"})
+	c, err := helm.BuildFromTree(helm.TreeChart{Tree: os.DirFS(filepath.Join("..", "..", "manifests", "seed")), Path: "chart"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,20 +1,22 @@
 // Package source pulls the Cozystack packages artifact (Flux's OCI artifact
 // format: one tar.gz layer of the packages/ tree), verifies it by digest and
 // keeps an extracted copy per digest, so a restart or a second reconcile of
-// the same digest costs no download.
+// the same digest costs no download. A fresh pull is served from memory
+// while that copy is written (see tree).
 package source
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -49,11 +51,15 @@ type Ref struct {
 	Password string
 }
 
-// Artifact is a pulled, verified and extracted artifact.
+// Artifact is a pulled and verified artifact.
 type Artifact struct {
 	Digest string // manifest digest
-	Dir    string // root of the extracted tree
+	FS     fs.FS  // the tree
 }
+
+// DefaultMemoryLimit is how large an artifact's tree may be, unpacked, to be
+// served from memory while it is written to disk.
+const DefaultMemoryLimit = 32 << 20
 
 // Puller pulls into a cache directory. One Puller is shared by every
 // controller of the process (and the prefetch at start), so a digest is
@@ -61,8 +67,19 @@ type Artifact struct {
 // two extractions of one digest would remove each other's tree.
 type Puller struct {
 	CacheDir string
+	// MemoryLimit bounds the trees served from memory (DefaultMemoryLimit
+	// when 0); a larger one is extracted to disk before it is served.
+	MemoryLimit int64
+	// Log reports a tree that could not be written to disk; it is then
+	// served from memory and pulled again after a restart.
+	Log logr.Logger
 
 	flights singleflight.Group
+	mu      sync.Mutex
+	// unwritten holds the artifacts served from memory until their copy on
+	// disk is complete, by digest.
+	unwritten  map[string]*Artifact
+	persisting sync.WaitGroup
 }
 
 // Pull resolves the ref, verifies it and returns the extracted tree.
@@ -93,12 +110,11 @@ func (p *Puller) Pull(ctx context.Context, ref Ref) (*Artifact, error) {
 	return art.(*Artifact), nil
 }
 
-// fetch downloads and extracts the artifact of desc unless the cache holds
-// it already.
+// fetch downloads and unpacks the artifact of desc unless it is held
+// already.
 func (p *Puller) fetch(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor) (*Artifact, error) {
-	dir := filepath.Join(p.CacheDir, desc.Digest.Encoded())
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
-		return &Artifact{Digest: desc.Digest.String(), Dir: dir}, nil
+	if art, ok := p.Cached(desc.Digest.String()); ok {
+		return art, nil
 	}
 	// FetchAll verifies size and digest of everything it reads.
 	raw, err := content.FetchAll(ctx, repo, desc)
@@ -124,24 +140,27 @@ func (p *Puller) fetch(ctx context.Context, repo *remote.Repository, desc ocispe
 		return nil, fmt.Errorf("fetching layer %s: %w", layer.Digest, err)
 	}
 	defer rc.Close()
-	if err := p.extract(content.NewVerifyReader(rc, *layer), dir); err != nil {
-		return nil, err
-	}
-	return &Artifact{Digest: desc.Digest.String(), Dir: dir}, nil
+	return p.unpack(content.NewVerifyReader(rc, *layer), desc.Digest)
 }
 
-// Cached returns the extracted artifact of a digest pulled before, if the
-// cache still holds it.
+// Cached returns the artifact of a digest pulled before, if it is still
+// held in memory or on disk.
 func (p *Puller) Cached(dgst string) (*Artifact, bool) {
 	d, err := digest.Parse(dgst)
 	if err != nil {
 		return nil, false
 	}
+	p.mu.Lock()
+	art, ok := p.unwritten[dgst]
+	p.mu.Unlock()
+	if ok {
+		return art, true
+	}
 	dir := filepath.Join(p.CacheDir, d.Encoded())
 	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
 		return nil, false
 	}
-	return &Artifact{Digest: dgst, Dir: dir}, true
+	return &Artifact{Digest: dgst, FS: os.DirFS(dir)}, true
 }
 
 func (p *Puller) repository(ref Ref) (*remote.Repository, error) {
@@ -166,71 +185,4 @@ func (p *Puller) repository(ref Ref) (*remote.Repository, error) {
 	}
 	repo.Client = client
 	return repo, nil
-}
-
-// extract unpacks into a temporary sibling and renames it into place, so a
-// crash mid-way never leaves a half tree that looks complete.
-func (p *Puller) extract(r *content.VerifyReader, dir string) error {
-	if err := os.MkdirAll(p.CacheDir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(p.CacheDir, ".pull-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	if err := untar(r, tmp); err != nil {
-		return err
-	}
-	// Drain and verify: a tar reader may stop before the gzip trailer.
-	if _, err := io.Copy(io.Discard, r); err != nil {
-		return err
-	}
-	if err := r.Verify(); err != nil {
-		return fmt.Errorf("%w: layer: %v", ErrInvalidArtifact, err)
-	}
-	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
-		return err
-	}
-	_ = os.RemoveAll(dir)
-	return os.Rename(tmp, dir)
-}
-
-func untar(r io.Reader, dst string) error {
-	gz, err := gzip.NewReader(r)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArtifact, err)
-	}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidArtifact, err)
-		}
-		target := filepath.Join(dst, filepath.Clean("/"+h.Name))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(f, io.LimitReader(tr, h.Size))
-			f.Close()
-			if err != nil {
-				return err
-			}
-		}
-		// Links and devices are ignored: a chart tree needs neither, and
-		// following links out of dst would be a hazard.
-	}
 }

@@ -7,14 +7,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"io/fs"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/fstest"
 
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -102,22 +102,93 @@ func TestPullConcurrentSameDigest(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("caller %d: %v", i, errs[i])
 		}
-		if arts[i].Dir != arts[0].Dir || arts[i].Digest != arts[0].Digest {
+		if arts[i].FS != arts[0].FS || arts[i].Digest != arts[0].Digest {
 			t.Fatalf("caller %d got %+v, caller 0 %+v", i, arts[i], arts[0])
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(arts[0].Dir, "system/cilium/Chart.yaml"))
+	raw, err := fs.ReadFile(arts[0].FS, "system/cilium/Chart.yaml")
 	if err != nil || string(raw) != "name: cilium\n" {
-		t.Fatalf("extracted tree: %q, %v", raw, err)
+		t.Fatalf("tree: %q, %v", raw, err)
 	}
 	if n := layerGets.Load(); n != 1 {
 		t.Fatalf("layer downloaded %d times, want once", n)
 	}
-	// A later pull of the same digest is served from the cache.
+	// A later pull of the same digest is served from what was pulled.
 	if _, err := p.Pull(context.Background(), ref); err != nil {
 		t.Fatal(err)
 	}
 	if n := layerGets.Load(); n != 1 {
 		t.Fatalf("layer downloaded %d times after a cached pull, want once", n)
+	}
+}
+
+// A fresh pull is served from memory while it is written to the cache
+// directory; once written, the tree is read from disk and a new Puller on
+// the same directory (a restarted operator) finds it without a download.
+func TestPullWritesTheTreeBehindTheCaller(t *testing.T) {
+	files := map[string]string{"system/cilium/Chart.yaml": "name: cilium\n", "system/cilium/templates/ds.yaml": "kind: DaemonSet\n",
+		"library/lib/Chart.yaml": "name: lib\n"}
+	host, layerGets := registry(t, files)
+	dir := t.TempDir()
+	p := &Puller{CacheDir: dir}
+	ref := Ref{URL: "oci://" + host + "/packages", Tag: "v1", Insecure: true}
+	art, err := p.Pull(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WaitWritten()
+	tr, ok := art.FS.(*tree)
+	if !ok || tr.mem.Load() != nil {
+		t.Fatalf("after the write the tree is still served from memory: %T", art.FS)
+	}
+	for name, body := range files {
+		if raw, err := fs.ReadFile(art.FS, name); err != nil || string(raw) != body {
+			t.Fatalf("%s: %q, %v", name, raw, err)
+		}
+	}
+	if err := fstest.TestFS(art.FS, "system/cilium/Chart.yaml", "system/cilium/templates/ds.yaml", "library/lib/Chart.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	restarted := &Puller{CacheDir: dir}
+	cached, ok := restarted.Cached(art.Digest)
+	if !ok {
+		t.Fatal("a restarted puller does not find the written tree")
+	}
+	if raw, err := fs.ReadFile(cached.FS, "system/cilium/Chart.yaml"); err != nil || string(raw) != files["system/cilium/Chart.yaml"] {
+		t.Fatalf("cached tree: %q, %v", raw, err)
+	}
+	if _, err := restarted.Pull(context.Background(), ref); err != nil {
+		t.Fatal(err)
+	}
+	if n := layerGets.Load(); n != 1 {
+		t.Fatalf("layer downloaded %d times, want once", n)
+	}
+}
+
+// A tree larger than the memory limit is extracted to disk before it is
+// served, so a large packages tree never sits in memory.
+func TestPullSpillsALargeTreeToDisk(t *testing.T) {
+	files := map[string]string{"a/Chart.yaml": "name: a\n", "b/Chart.yaml": "name: b\n", "c/values.yaml": "x: 1\n"}
+	host, _ := registry(t, files)
+	p := &Puller{CacheDir: t.TempDir(), MemoryLimit: 10}
+	art, err := p.Pull(context.Background(), Ref{URL: "oci://" + host + "/packages", Tag: "v1", Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, inMemory := art.FS.(*tree); inMemory {
+		t.Fatal("a tree over the limit is served from memory")
+	}
+	for name, body := range files {
+		if raw, err := fs.ReadFile(art.FS, name); err != nil || string(raw) != body {
+			t.Fatalf("%s: %q, %v", name, raw, err)
+		}
+	}
+}
+
+// The in-memory tree behaves as an fs.FS must.
+func TestMemFS(t *testing.T) {
+	m := newMemFS(map[string][]byte{"a/b/c.yaml": []byte("c"), "a/d.yaml": []byte("d"), "e": []byte("")})
+	if err := fstest.TestFS(m, "a/b/c.yaml", "a/d.yaml", "e"); err != nil {
+		t.Fatal(err)
 	}
 }

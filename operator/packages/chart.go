@@ -55,7 +55,7 @@ func (r *Reconciler) chartArtifact(t *tree, v *cozyv1.Variant, c cozyv1.Componen
 		}
 		libs[l] = p
 	}
-	key := strings.Join([]string{t.Digest, t.Root, c.Path, fmt.Sprint(libs), strings.Join(c.ValuesFiles, ",")}, "|")
+	key := strings.Join([]string{t.Digest, t.Base, c.Path, fmt.Sprint(libs), strings.Join(c.ValuesFiles, ",")}, "|")
 	b := r.charts.get(key)
 	if b == nil {
 		ch, err := helm.BuildFromTree(helm.TreeChart{Tree: t.Root, Path: c.Path, Libraries: libs, ValuesFiles: c.ValuesFiles})

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
+	"strings"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,11 +17,12 @@ import (
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 )
 
-// tree is an extracted packages artifact and the base path of a
-// PackageSource inside it.
+// tree is a packages artifact's tree under the base path of a
+// PackageSource.
 type tree struct {
 	Digest string
-	Root   string
+	Base   string
+	Root   fs.FS
 }
 
 // artifact resolves the PackageSource's sourceRef. The operator pulls the
@@ -65,10 +68,15 @@ func (r *Reconciler) artifact(ctx context.Context, ps *cozyv1.PackageSource) (*t
 		art = pulled
 	}
 	base := ref.Path
-	if base == "" || base == "/" {
+	base = strings.TrimPrefix(path.Clean("/"+base), "/")
+	if base == "" {
 		base = "."
 	}
-	return &tree{Digest: art.Digest, Root: path.Join(art.Dir, path.Clean("/"+base))}, nil
+	root, err := fs.Sub(art.FS, base)
+	if err != nil {
+		return nil, outcome.Terminal(ReasonInvalidConfiguration, "PackageSource %s: spec.sourceRef path %q: %v", ps.Name, ref.Path, err)
+	}
+	return &tree{Digest: art.Digest, Base: base, Root: root}, nil
 }
 
 // credentials reads a dockerconfigjson Secret with the uncached reader.

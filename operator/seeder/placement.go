@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strings"
 
@@ -77,7 +78,7 @@ func (r *Reconciler) place(ctx context.Context, ts *seederv1.TenantSeed, tenant 
 	}
 	var names []string
 	for _, c := range comps {
-		if err := r.installComponent(ctx, ts, c, art.Dir, secretName, key); err != nil {
+		if err := r.installComponent(ctx, ts, c, art.FS, secretName, key); err != nil {
 			conditions.MarkFalse(ts, ManagementPlacedCondition, "InstallFailed", "%s: %v", c.Name, err)
 			return outcome.Retry("InstallFailed", err)
 		}
@@ -90,7 +91,7 @@ func (r *Reconciler) place(ctx context.Context, ts *seederv1.TenantSeed, tenant 
 
 // installComponent installs the release, or upgrades it when the chart or
 // the values changed (their digest is stored on the revision).
-func (r *Reconciler) installComponent(ctx context.Context, ts *seederv1.TenantSeed, c bundle.Component, tree, secretName, key string) error {
+func (r *Reconciler) installComponent(ctx context.Context, ts *seederv1.TenantSeed, c bundle.Component, tree fs.FS, secretName, key string) error {
 	ch, err := helm.BuildFromTree(helm.TreeChart{Tree: tree, Path: c.Chart.Path, Libraries: c.Chart.Libraries, ValuesFiles: c.Chart.ValuesFiles})
 	if err != nil {
 		return err

@@ -206,7 +206,7 @@ func (r *Reconciler) chart(ctx context.Context, obj *tenantv1.TenantBundle, c bu
 	if c.Chart.Path != "" {
 		key := fmt.Sprintf("tree|%s|%+v", art.Digest, c.Chart)
 		return r.charts.get(key, func() (*helm.Chart, error) {
-			ch, err := helm.BuildFromTree(helm.TreeChart{Tree: art.Dir, Path: c.Chart.Path,
+			ch, err := helm.BuildFromTree(helm.TreeChart{Tree: art.FS, Path: c.Chart.Path,
 				Libraries: c.Chart.Libraries, ValuesFiles: c.Chart.ValuesFiles})
 			if err != nil {
 				return nil, outcome.Terminal(tenantv1.ReasonChartInvalid, "component %s: %v", c.Name, err)
