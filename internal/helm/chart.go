@@ -164,7 +164,7 @@ func loadDir(fsys fs.FS, dir string, h hash.Hash) (*chart.Chart, error) {
 		if err != nil {
 			return err
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
+		rel := relative(dir, p)
 		if rel == "" {
 			return nil
 		}
@@ -200,6 +200,18 @@ func loadDir(fsys fs.FS, dir string, h hash.Hash) (*chart.Chart, error) {
 }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// relative is p, a path fs.WalkDir gave under dir, relative to dir ("" for
+// dir itself).
+func relative(dir, p string) string {
+	switch {
+	case p == dir:
+		return ""
+	case dir == ".":
+		return p
+	}
+	return strings.TrimPrefix(p, dir+"/")
+}
 
 func ignored(rules *ignore.Rules, rel string, d fs.DirEntry) bool {
 	fi, err := d.Info()

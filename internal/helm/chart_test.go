@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/fstest"
 )
 
 // The stand-in packages tree has the Cozystack layout: umbrella charts under
@@ -88,5 +89,35 @@ func TestDigestFollowsContent(t *testing.T) {
 	}
 	if a.Digest != b.Digest || a.Digest == c.Digest {
 		t.Fatalf("digests: same input %s/%s, other values files %s", a.Digest, b.Digest, c.Digest)
+	}
+}
+
+// A chart at the root of its tree (a PackageSource whose path is the chart
+// itself) loads with its dotfiles intact: .helmignore still applies.
+func TestBuildFromTreeRoot(t *testing.T) {
+	root := fstest.MapFS{
+		"Chart.yaml":        {Data: []byte("apiVersion: v2\nname: root\nversion: 0.1.0\n")},
+		".helmignore":       {Data: []byte("secret.txt\n")},
+		"secret.txt":        {Data: []byte("x")},
+		"templates/cm.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")},
+	}
+	c, err := BuildFromTree(TreeChart{Tree: root, Path: "."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := c.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Name() != "root" || len(ch.Templates) != 1 {
+		t.Fatalf("chart %s with %d templates, want root with 1", ch.Name(), len(ch.Templates))
+	}
+	for _, f := range ch.Files {
+		switch f.Name {
+		case "secret.txt":
+			t.Fatal(".helmignore was not applied: secret.txt is in the chart")
+		case "helmignore":
+			t.Fatal("a dotfile lost its dot")
+		}
 	}
 }
