@@ -93,9 +93,11 @@ func loadTree(tc TreeChart, h hash.Hash, merged []byte) (*chart.Chart, error) {
 	}
 	switch {
 	case merged != nil:
-		if err := setValues(ch, merged); err != nil {
+		vals := map[string]any{}
+		if err := yaml.Unmarshal(merged, &vals); err != nil {
 			return nil, fmt.Errorf("%w: values of %s: %v", ErrChartInvalid, tc.Path, err)
 		}
+		setValues(ch, vals, merged)
 	case len(tc.ValuesFiles) > 0:
 		if err := mergeValuesFiles(tc, dir, ch, h); err != nil {
 			return nil, err
@@ -131,9 +133,7 @@ func mergeValuesFiles(tc TreeChart, dir string, ch *chart.Chart, h hash.Hash) er
 	if err != nil {
 		return fmt.Errorf("%w: values of %s: %v", ErrChartInvalid, tc.Path, err)
 	}
-	if err := setValues(ch, data); err != nil {
-		return fmt.Errorf("%w: values of %s: %v", ErrChartInvalid, tc.Path, err)
-	}
+	setValues(ch, vals, data)
 	return nil
 }
 
@@ -238,23 +238,18 @@ func checkDependencies(ch *chart.Chart) error {
 	return action.CheckDependencies(ch, ch.Metadata.Dependencies)
 }
 
-// setValues makes data the chart's values: archives carry the raw
-// values.yaml, not ch.Values, and without it a chart installed by Flux would
-// miss every values file but the chart's own.
-func setValues(ch *chart.Chart, data []byte) error {
-	vals := map[string]any{}
-	if err := yaml.Unmarshal(data, &vals); err != nil {
-		return err
-	}
+// setValues makes vals, whose YAML is data, the chart's values: archives
+// carry the raw values.yaml, not ch.Values, and without it a chart installed
+// by Flux would miss every values file but the chart's own.
+func setValues(ch *chart.Chart, vals map[string]any, data []byte) {
 	ch.Values = vals
 	for _, f := range ch.Raw {
 		if f.Name == chartutil.ValuesfileName {
 			f.Data = data
-			return nil
+			return
 		}
 	}
 	ch.Raw = append(ch.Raw, &chart.File{Name: chartutil.ValuesfileName, Data: data})
-	return nil
 }
 
 func rawFile(ch *chart.Chart, name string) []byte {

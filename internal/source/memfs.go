@@ -19,20 +19,15 @@ type memFS struct {
 
 func newMemFS(files map[string][]byte) *memFS {
 	m := &memFS{files: files, dirs: map[string][]fs.DirEntry{".": nil}}
+	// Each file registers itself and the directories above it in their
+	// parents, stopping at the first one already registered.
 	seen := map[string]bool{}
 	for name := range files {
 		child, isDir := name, false
-		for child != "." {
+		for child != "." && !seen[child] {
+			seen[child] = true
 			parent := path.Dir(child)
-			if !seen[child] {
-				seen[child] = true
-				m.dirs[parent] = append(m.dirs[parent], m.entry(child, isDir))
-			}
-			if isDir {
-				if _, ok := m.dirs[child]; !ok {
-					m.dirs[child] = nil
-				}
-			}
+			m.dirs[parent] = append(m.dirs[parent], m.entry(child, isDir))
 			child, isDir = parent, true
 		}
 	}

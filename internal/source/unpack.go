@@ -94,20 +94,30 @@ func (p *Puller) unpack(r *content.VerifyReader, dgst digest.Digest) (*Artifact,
 // persist writes files into a temporary sibling of dir and renames it into
 // place, so a crash mid-way never leaves a half tree that looks complete.
 func (p *Puller) persist(files map[string][]byte, dir string) error {
-	if err := os.MkdirAll(p.CacheDir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(p.CacheDir, ".pull-")
+	tmp, err := tempTree(p.CacheDir, files)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	return commit(tmp, dir)
+}
+
+// tempTree writes files into a new temporary directory of cacheDir.
+func tempTree(cacheDir string, files map[string][]byte) (string, error) {
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(cacheDir, ".pull-")
+	if err != nil {
+		return "", err
+	}
 	for name, data := range files {
 		if err := writeFile(tmp, name, bytes.NewReader(data)); err != nil {
-			return err
+			_ = os.RemoveAll(tmp)
+			return "", err
 		}
 	}
-	return commit(tmp, dir)
+	return tmp, nil
 }
 
 // WaitWritten waits until every tree served from memory has been written to
@@ -169,20 +179,11 @@ func (u *unpacker) add(name string, r io.Reader, size int64) error {
 		return nil
 	}
 	if u.tmp == "" {
-		if err := os.MkdirAll(u.cacheDir, 0o755); err != nil {
-			return err
-		}
-		tmp, err := os.MkdirTemp(u.cacheDir, ".pull-")
+		tmp, err := tempTree(u.cacheDir, u.files)
 		if err != nil {
 			return err
 		}
-		u.tmp = tmp
-		for n, data := range u.files {
-			if err := writeFile(u.tmp, n, bytes.NewReader(data)); err != nil {
-				return err
-			}
-		}
-		u.files = nil
+		u.tmp, u.files = tmp, nil
 	}
 	return writeFile(u.tmp, name, r)
 }
