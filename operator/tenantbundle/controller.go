@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -79,6 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if v, ok := obj.GetAnnotations()[requestedAtAnnotation]; ok {
 			obj.Status.LastHandledReconcileAt = v
 		}
+		setWaitingTiers(obj)
 		summarize(obj, retErr, notReady)
 		if _, isTerminal := outcome.Classify(retErr); retErr == nil || isTerminal {
 			obj.Status.ObservedGeneration = obj.Generation
@@ -178,17 +178,16 @@ func resultsError(results []bootstrap.Result) error {
 }
 
 // writeStatus applies the status with server-side apply as the operator,
-// without AddonsReady and CatalogReady: the addons and catalog controllers
-// own those entries of the conditions map, and a stale copy read from the
-// cache must not overwrite them.
+// without AddonsReady and CatalogReady once their controllers wrote them:
+// those controllers own these entries of the conditions map from then on
+// (they force the ownership over), and a stale copy read from the cache
+// must not overwrite them.
 func (r *Reconciler) writeStatus(ctx context.Context, obj *tenantv1.TenantBundle) error {
 	patch := &tenantv1.TenantBundle{}
 	patch.APIVersion, patch.Kind = tenantv1.GroupVersion.String(), "TenantBundle"
 	patch.Name = obj.Name
 	patch.Status = *obj.Status.DeepCopy()
-	patch.Status.Conditions = slices.DeleteFunc(patch.Status.Conditions, func(c metav1.Condition) bool {
-		return c.Type == tenantv1.AddonsReadyCondition || c.Type == tenantv1.CatalogReadyCondition
-	})
+	patch.Status.Conditions = slices.DeleteFunc(patch.Status.Conditions, ownedByTierController)
 	u, err := apply.StatusPatch(patch)
 	if err != nil {
 		return err

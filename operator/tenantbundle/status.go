@@ -1,6 +1,7 @@
 package tenantbundle
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -42,6 +43,32 @@ func setTierCondition(obj *tenantv1.TenantBundle, condition, tier string, result
 		return
 	}
 	conditions.MarkTrue(obj, condition, tenantv1.ReasonSucceeded, "%d component(s) ready", len(tierResults))
+}
+
+// flux tiers are the tiers whose controllers start once NetworkReady is
+// True (addons.Starter); each writes its own condition.
+var fluxTierConditions = []string{tenantv1.AddonsReadyCondition, tenantv1.CatalogReadyCondition}
+
+// setWaitingTiers reports the Flux tiers as Unknown until the network tier
+// is Ready. Their controllers only start then, and an absent condition
+// would leave `kubectl wait --for=condition=AddonsReady` and a reader of
+// the status guessing. Once a tier's controller has written its condition,
+// it is left to that controller, even if the network tier regresses.
+func setWaitingTiers(obj *tenantv1.TenantBundle) {
+	if conditions.IsTrue(obj, tenantv1.NetworkReadyCondition) {
+		return
+	}
+	for _, t := range fluxTierConditions {
+		if c := conditions.Get(obj, t); c == nil || c.Reason == tenantv1.ReasonWaitingForNetwork {
+			conditions.MarkUnknown(obj, t, tenantv1.ReasonWaitingForNetwork, "starts once the network tier is Ready")
+		}
+	}
+}
+
+// ownedByTierController says whether a condition is a Flux tier's own,
+// which the TenantBundle controller's status write must leave out.
+func ownedByTierController(c metav1.Condition) bool {
+	return slices.Contains(fluxTierConditions, c.Type) && c.Reason != tenantv1.ReasonWaitingForNetwork
 }
 
 // summarize is the only place Ready is decided. notReady is the message of

@@ -2,6 +2,7 @@ package tenantbundle
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -119,6 +120,59 @@ func TestProgressOnly(t *testing.T) {
 			tt.change(&after)
 			if got := progressOnly(before, after); got != tt.want {
 				t.Fatalf("progressOnly = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSetWaitingTiers(t *testing.T) {
+	cond := func(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason}
+	}
+	networkTrue := cond(tenantv1.NetworkReadyCondition, metav1.ConditionTrue, tenantv1.ReasonSucceeded)
+	networkFalse := cond(tenantv1.NetworkReadyCondition, metav1.ConditionFalse, tenantv1.ReasonComponentsNotReady)
+	addonsTrue := cond(tenantv1.AddonsReadyCondition, metav1.ConditionTrue, tenantv1.ReasonSucceeded)
+	addonsWaiting := cond(tenantv1.AddonsReadyCondition, metav1.ConditionUnknown, tenantv1.ReasonWaitingForNetwork)
+	type want struct {
+		status  metav1.ConditionStatus
+		reason  string
+		written bool // kept in the TenantBundle controller's status write
+	}
+	tests := []struct {
+		name   string
+		given  []metav1.Condition
+		addons want
+	}{
+		{"network coming up, no addon controller yet", []metav1.Condition{networkFalse},
+			want{metav1.ConditionUnknown, tenantv1.ReasonWaitingForNetwork, true}},
+		{"no network condition yet", nil,
+			want{metav1.ConditionUnknown, tenantv1.ReasonWaitingForNetwork, true}},
+		{"network Ready: the addon controller's turn", []metav1.Condition{networkTrue, addonsWaiting},
+			want{metav1.ConditionUnknown, tenantv1.ReasonWaitingForNetwork, true}},
+		{"network Ready, addons reported", []metav1.Condition{networkTrue, addonsTrue},
+			want{metav1.ConditionTrue, tenantv1.ReasonSucceeded, false}},
+		{"network regressed after the addon controller wrote", []metav1.Condition{networkFalse, addonsTrue},
+			want{metav1.ConditionTrue, tenantv1.ReasonSucceeded, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := &tenantv1.TenantBundle{Status: tenantv1.TenantBundleStatus{Conditions: slices.Clone(tt.given)}}
+			setWaitingTiers(obj)
+			c := conditions.Get(obj, tenantv1.AddonsReadyCondition)
+			if c == nil {
+				t.Fatal("AddonsReady absent")
+			}
+			if c.Status != tt.addons.status || c.Reason != tt.addons.reason {
+				t.Fatalf("AddonsReady = %s/%s, want %s/%s", c.Status, c.Reason, tt.addons.status, tt.addons.reason)
+			}
+			if written := !ownedByTierController(*c); written != tt.addons.written {
+				t.Fatalf("in the status write: %v, want %v", written, tt.addons.written)
+			}
+			if conditions.IsTrue(obj, tenantv1.NetworkReadyCondition) {
+				return
+			}
+			if c := conditions.Get(obj, tenantv1.CatalogReadyCondition); c == nil || c.Reason != tenantv1.ReasonWaitingForNetwork {
+				t.Fatalf("CatalogReady = %+v, want waiting for the network", c)
 			}
 		})
 	}

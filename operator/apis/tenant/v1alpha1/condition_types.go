@@ -72,6 +72,10 @@ const (
 	ReasonAddonFailed        = "AddonFailed"
 	ReasonUnknownAddon       = "UnknownAddon"
 	ReasonDependencyDisabled = "DependencyDisabled"
+	// ReasonWaitingForNetwork is AddonsReady's and CatalogReady's reason
+	// (status Unknown) until the network tier is Ready: their controllers
+	// start only then.
+	ReasonWaitingForNetwork = "WaitingForNetwork"
 
 	ReasonCatalogConflict = "CatalogSourceConflict"
 )
