@@ -21,6 +21,9 @@ type idleResult struct {
 	other  int
 	byVerb map[string]int
 	mem    memory
+	// atReady is its RSS when the addons turned Ready, before it had been
+	// quiet long enough to release the pages start-up touched.
+	atReady memory
 	// floor is the same binary's RSS at its first API request.
 	floor memory
 	// settle counts the same for the settle period before the window.
@@ -85,6 +88,10 @@ func measureIdle(ctx context.Context, bin string, o options) (idleResult, error)
 		return idleResult{}, err
 	}
 	ready := time.Now()
+	atReady, err := rss(t.Operator.Procs[0].PID())
+	if err != nil {
+		return idleResult{}, err
+	}
 	fmt.Printf("  settling for %s, then an idle window of %s\n", settle, window)
 	// The measurement is the windows themselves: nothing is awaited here.
 	select {
@@ -94,7 +101,7 @@ func measureIdle(ctx context.Context, bin string, o options) (idleResult, error)
 	}
 	to := time.Now()
 	from := ready.Add(settle)
-	res := idleResult{window: to.Sub(from), byVerb: map[string]int{}, floor: floor}
+	res := idleResult{window: to.Sub(from), byVerb: map[string]int{}, floor: floor, atReady: atReady}
 	res.settle = &idleResult{window: settle, byVerb: map[string]int{}}
 	if res.mem, err = rss(t.Operator.Procs[0].PID()); err != nil {
 		return idleResult{}, err

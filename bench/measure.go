@@ -264,31 +264,9 @@ func installAlone(ctx context.Context, l limiter, comp bundle.Component, ch *hel
 // memory is a process's resident set from /proc/<pid>/status, in MiB:
 // the total, and the part that is the process's own (heap, stacks) rather
 // than pages of its executable mapped from the file.
-type memory struct{ rss, anon, file float64 }
+type memory = framework.Memory
 
-func rss(pid int) (memory, error) {
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		return memory{}, err
-	}
-	var m memory
-	fields := map[string]*float64{"VmRSS:": &m.rss, "RssAnon:": &m.anon, "RssFile:": &m.file}
-	for _, line := range strings.Split(string(raw), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 || fields[f[0]] == nil {
-			continue
-		}
-		kb, err := strconv.ParseFloat(f[1], 64)
-		if err != nil {
-			return memory{}, err
-		}
-		*fields[f[0]] = kb / 1024
-	}
-	if m.rss == 0 {
-		return memory{}, fmt.Errorf("no VmRSS for pid %d", pid)
-	}
-	return m, nil
-}
+func rss(pid int) (memory, error) { return framework.ReadMemory(pid) }
 
 // pidOf finds the world's process whose command line starts with name.
 func pidOf(w *world.World, name string) (int, error) {

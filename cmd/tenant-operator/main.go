@@ -38,6 +38,7 @@ import (
 	"github.com/cozystack/tenant-operator/internal/scheme"
 	"github.com/cozystack/tenant-operator/internal/seed"
 	"github.com/cozystack/tenant-operator/internal/source"
+	"github.com/cozystack/tenant-operator/internal/trim"
 	"github.com/cozystack/tenant-operator/internal/watch"
 	"github.com/cozystack/tenant-operator/manifests"
 	"github.com/cozystack/tenant-operator/operator/addons"
@@ -59,6 +60,7 @@ type options struct {
 	variantsDir                      string
 	crdTimeout                       time.Duration
 	artifactAddr, artifactURL        string
+	releaseIdleAfter                 time.Duration
 }
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
@@ -80,6 +82,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.variantsDir, "variants-dir", "", "a folder of extra variants (<name>/variant.yaml) besides the built-in ones")
 	fs.StringVar(&o.artifactAddr, "artifact-bind-address", "127.0.0.1:9795", "where helm-controller downloads the chart artifacts of addons and packages (the node's address when Flux may run on another node)")
 	fs.StringVar(&o.artifactURL, "artifact-advertise-url", "", "base URL of the artifact server as Flux sees it (default http://<artifact-bind-address>)")
+	fs.DurationVar(&o.releaseIdleAfter, "release-idle-memory-after", 30*time.Second, "after this long without API requests (Lease renewals aside), give the kernel back the executable pages and free heap that start-up and the bootstrap touched; 0 keeps them")
 	fs.DurationVar(&o.crdTimeout, "crd-timeout", 2*time.Minute, "how long to wait for our CRDs to be established at start")
 }
 
@@ -119,6 +122,11 @@ func main() {
 
 func run(ctx context.Context, opts options) error {
 	cfg := ctrl.GetConfigOrDie()
+	// Every client below is built from cfg, so all API requests reach it.
+	trimmer := &trim.Trimmer{Quiet: opts.releaseIdleAfter, Log: ctrl.Log.WithName("trim")}
+	if opts.releaseIdleAfter > 0 {
+		cfg.Wrap(trimmer.Wrap)
+	}
 	scheme := scheme.New()
 	// One REST mapper for the direct client and the manager: each would
 	// otherwise read the API server's discovery on its own, the manager's
@@ -218,6 +226,11 @@ func run(ctx context.Context, opts options) error {
 	store := &artifacts.Store{Dir: filepath.Join(opts.cacheDir, "charts"), BaseURL: opts.artifactURL}
 	if store.BaseURL == "" {
 		store.BaseURL = "http://" + opts.artifactAddr
+	}
+	if opts.releaseIdleAfter > 0 {
+		if err := mgr.Add(trimmer); err != nil {
+			return err
+		}
 	}
 	if err := mgr.Add(&artifacts.Server{Store: store, Addr: opts.artifactAddr}); err != nil {
 		return err

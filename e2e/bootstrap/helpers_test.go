@@ -14,14 +14,17 @@ import (
 
 var tenantNodes = []world.NodeSpec{{Name: "worker-1"}, {Name: "worker-2"}, {Name: "worker-3"}}
 
-// startTenant starts a world, pushes the packages and runs the operator.
-func startTenant(ctx context.Context, name string) (*framework.Tenant, string) {
+// startTenant starts a world, pushes the packages and runs the operator
+// (with operatorArgs appended to its seeded arguments).
+func startTenant(ctx context.Context, name string, operatorArgs ...string) (*framework.Tenant, string) {
 	w, err := world.Start(ctx, world.Options{Name: name, Nodes: tenantNodes, CNIPodSelector: framework.CNISelector})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanupWorld(w)
 	url, _, err := framework.PushPackages(ctx, w)
 	Expect(err).NotTo(HaveOccurred())
-	t, err := framework.StartTenant(ctx, w, operatorBin, framework.SeedConfig(w))
+	cfg := framework.SeedConfig(w)
+	cfg.ExtraArgs = operatorArgs
+	t, err := framework.StartTenant(ctx, w, operatorBin, cfg)
 	Expect(err).NotTo(HaveOccurred())
 	return t, url
 }
