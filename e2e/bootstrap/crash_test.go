@@ -2,27 +2,16 @@ package bootstrap
 
 import (
 	"context"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/cozystack/tenant-operator/e2e/framework"
 )
 
 var _ = Describe("The operator killed -9 in the middle of the CoreDNS install", Ordered, func() {
 	It("converges after a restart with no failed or pending revision left", func(ctx SpecContext) {
-		t, url := startTenant(ctx, "crash")
-
-		// The admission webhook holds the creation of the CoreDNS Deployment,
-		// so the kill lands while Helm's pending-install revision is written
+		// The kill lands while Helm's pending-install revision is written
 		// and the install is half done, every time.
-		gate, err := framework.StartAdmissionGate(ctx, t.Client, "kube-system", "coredns")
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(gate.Close)
-
-		Expect(t.ApplyBundle(ctx, framework.Bundle(t.World, url))).To(Succeed())
-		Eventually(gate.Held).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Receive())
+		t, gate := startHeldAtCoreDNS(ctx, "crash")
 		Expect(releaseHistory(ctx, t.Client)).To(ContainElement(revision{Release: "kube-system/coredns", Version: 1, Status: "pending-install"}))
 
 		proc := t.Operator.Procs[0]

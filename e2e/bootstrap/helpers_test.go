@@ -2,7 +2,9 @@ package bootstrap
 
 import (
 	"context"
+	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +29,19 @@ func startTenant(ctx context.Context, name string, operatorArgs ...string) (*fra
 	t, err := framework.StartTenant(ctx, w, operatorBin, cfg)
 	Expect(err).NotTo(HaveOccurred())
 	return t, url
+}
+
+// startHeldAtCoreDNS starts a tenant, applies its bundle and returns once
+// an admission gate holds the creation of the CoreDNS Deployment: the
+// network tier is then half installed for as long as the spec needs.
+func startHeldAtCoreDNS(ctx context.Context, name string) (*framework.Tenant, *framework.AdmissionGate) {
+	t, url := startTenant(ctx, name)
+	gate, err := framework.StartAdmissionGate(ctx, t.Client, "kube-system", "coredns")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(gate.Close)
+	Expect(t.ApplyBundle(ctx, framework.Bundle(t.World, url))).To(Succeed())
+	Eventually(gate.Held).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Receive())
+	return t, gate
 }
 
 type revision = framework.Revision

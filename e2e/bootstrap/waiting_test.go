@@ -1,28 +1,18 @@
 package bootstrap
 
 import (
-	"time"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	. "github.com/onsi/gomega/gstruct"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/cozystack/tenant-operator/e2e/framework"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
 var _ = Describe("A network tier that is not Ready yet", Ordered, func() {
 	It("reports the addon and catalog tiers as waiting for it, then hands them to their controllers", func(ctx SpecContext) {
-		t, url := startTenant(ctx, "waiting")
-
-		// Holding the CoreDNS Deployment keeps NetworkReady False for as
-		// long as the spec needs, after the operator's first status writes.
-		gate, err := framework.StartAdmissionGate(ctx, t.Client, "kube-system", "coredns")
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(gate.Close)
-		Expect(t.ApplyBundle(ctx, framework.Bundle(t.World, url))).To(Succeed())
-		Eventually(gate.Held).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Receive())
+		// NetworkReady stays False after the operator's first status writes.
+		t, gate := startHeldAtCoreDNS(ctx, "waiting")
 
 		waiting := PointTo(MatchFields(IgnoreExtras, Fields{
 			"Status": Equal(metav1.ConditionUnknown),
