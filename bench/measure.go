@@ -261,9 +261,7 @@ func installAlone(ctx context.Context, l limiter, comp bundle.Component, ch *hel
 	return time.Since(start), err
 }
 
-// memory is a process's resident set from /proc/<pid>/status, in MiB:
-// the total, and the part that is the process's own (heap, stacks) rather
-// than pages of its executable mapped from the file.
+// memory and rss are the framework's, under the names the report uses.
 type memory = framework.Memory
 
 func rss(pid int) (memory, error) { return framework.ReadMemory(pid) }

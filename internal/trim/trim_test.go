@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
@@ -93,20 +92,4 @@ func TestLeaseRenewalsAreNotActivity(t *testing.T) {
 
 func TestTouchBeforeStartIsHarmless(t *testing.T) {
 	(&Trimmer{Quiet: time.Millisecond}).Touch()
-}
-
-func TestReleaseSelfDropsExecutablePages(t *testing.T) {
-	if _, err := os.Stat("/proc/self/smaps"); err != nil {
-		t.Skip("no /proc/self/smaps")
-	}
-	res, err := releaseSelf()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Dropped == 0 {
-		t.Fatal("no mapping of the test binary was found droppable")
-	}
-	if res.After >= res.Before {
-		t.Fatalf("resident set did not shrink: %d → %d bytes", res.Before, res.After)
-	}
 }
