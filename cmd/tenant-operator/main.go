@@ -208,8 +208,8 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	// Discovery is the slowest part of the first Helm action; do it while
-	// the manager waits for its Lease and caches.
+	// The first plan needs the server's version; read it while the manager
+	// waits for its Lease and caches.
 	go helmClient.Warm()
 	engine := bootstrap.NewEngine(helmClient, applier, &readiness.Checker{Reader: mgr.GetCache(), Live: mgr.GetAPIReader()}, bootstrap.NewDriftTracker())
 	if err := (&tenantbundle.Reconciler{

@@ -6,7 +6,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -119,7 +121,54 @@ var _ = Describe("A KubeVirt tenant", Ordered, func() {
 		relabel(ctx, t.Client, "kubevirt")
 		expectReady(ctx, t)
 	})
+
+	It("renders an upgrade against the APIs the cluster serves now, not those of the first install", func(ctx SpecContext) {
+		// The CSI chart adds its VolumeSnapshotClass only where the snapshot
+		// API is served, which it was not at the install.
+		class := &unstructured.Unstructured{}
+		class.SetAPIVersion("snapshot.storage.k8s.io/v1")
+		class.SetKind("VolumeSnapshotClass")
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "kubevirt-csi-snapclass"}, class)).To(
+			MatchError(ContainSubstring("no matches for kind")))
+		crd := snapshotClassCRD()
+		Expect(t.Client.Create(ctx, crd)).To(Succeed())
+		Eventually(func(g Gomega) []apiextensionsv1.CustomResourceDefinitionCondition {
+			g.Expect(t.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
+			return crd.Status.Conditions
+		}).WithContext(ctx).Should(ContainElement(And(
+			HaveField("Type", apiextensionsv1.Established), HaveField("Status", apiextensionsv1.ConditionTrue))))
+
+		By("a new StorageClass upgrades the CSI release")
+		withFast := bundle.DeepCopy()
+		withFast.Spec.Cloud.StorageClasses["fast"] = tenantv1.StorageClass{InfraStorageClass: "nvme"}
+		Expect(t.ApplyBundle(ctx, withFast)).To(Succeed())
+		expectReady(ctx, t)
+		var fast storagev1.StorageClass
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "fast"}, &fast)).To(Succeed())
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "kubevirt-csi-snapclass"}, class)).To(Succeed())
+		Expect(class.Object).To(HaveKeyWithValue("driver", "csi.kubevirt.io"))
+	})
 })
+
+// snapshotClassCRD is the VolumeSnapshotClass CRD as far as serving the
+// kind needs.
+func snapshotClassCRD() *apiextensionsv1.CustomResourceDefinition {
+	preserve := true
+	return &apiextensionsv1.CustomResourceDefinition{
+		// *.k8s.io groups are served only with an API review's approval.
+		ObjectMeta: metav1.ObjectMeta{Name: "volumesnapshotclasses.snapshot.storage.k8s.io",
+			Annotations: map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes-csi/external-snapshotter/pull/814"}},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "snapshot.storage.k8s.io",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "volumesnapshotclasses", Singular: "volumesnapshotclass",
+				Kind: "VolumeSnapshotClass", ListKind: "VolumeSnapshotClassList"},
+			Scope: apiextensionsv1.ClusterScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &preserve}}}},
+		},
+	}
+}
 
 func relabel(ctx SpecContext, c client.Client, backend string) {
 	var list corev1.NodeList

@@ -133,6 +133,25 @@ func (c *Client) configuration(ns string) (*action.Configuration, error) {
 	return cfg, nil
 }
 
+// rendering returns a configuration for one install or upgrade in ns, which
+// renders and maps the chart's objects against the APIs the cluster serves
+// now. Helm reads the capabilities once per configuration and keeps them, so
+// a shared one would render every later upgrade against the APIs of the
+// namespace's first install: a chart that adds objects once their API
+// exists (a VolumeSnapshotClass) would never add them. The mapper is reset
+// too: Helm's capability read refreshes the discovery cache, after which the
+// mapper no longer retries a kind it does not know.
+func (c *Client) rendering(ns string) (*action.Configuration, error) {
+	cfg, err := c.configuration(ns)
+	if err != nil {
+		return nil, err
+	}
+	one := *cfg
+	one.Capabilities = nil
+	meta.MaybeResetRESTMapper(c.mapper)
+	return &one, nil
+}
+
 // Observe returns the latest revision of a release, or nil when it has none.
 // It lists only the metadata of the release's storage Secrets (status,
 // version and our digest are labels; see history for where from) and
@@ -214,7 +233,7 @@ type Request struct {
 // holds only failed revisions, so a failed first install is retried in place
 // rather than uninstalled: a bootstrap component is never removed.
 func (c *Client) Install(ctx context.Context, req Request) (*Release, error) {
-	cfg, err := c.configuration(req.Namespace)
+	cfg, err := c.rendering(req.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +269,7 @@ func (c *Client) ensureNamespace(ctx context.Context, ns string) error {
 
 // Upgrade moves a release with a deployed revision to the requested state.
 func (c *Client) Upgrade(ctx context.Context, req Request) (*Release, error) {
-	cfg, err := c.configuration(req.Namespace)
+	cfg, err := c.rendering(req.Namespace)
 	if err != nil {
 		return nil, err
 	}

@@ -211,8 +211,9 @@ func (c *Client) ServerMinor() (string, error) {
 	return c.minor, nil
 }
 
-// Warm fills the discovery cache that every Helm action reads.
+// Warm reads the server's version, which the first plan needs. It does not
+// fill the discovery cache: every install and upgrade reads the APIs afresh
+// (see rendering), and the mapper fills it on demand.
 func (c *Client) Warm() {
-	_, _, _ = c.discovery.ServerGroupsAndResources()
 	_, _ = c.ServerMinor()
 }
