@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/cozystack/tenant-operator/e2e/framework"
 )
 
 // measureFloor reads the operator's RSS at the moment it opens its first
@@ -16,25 +18,25 @@ import (
 // have mapped by then, before the operator has done any work of its own.
 // The server it is given accepts connections and never answers, so the
 // process is held right there while /proc is read.
-func measureFloor(ctx context.Context, bin string) (memory, error) {
+func measureFloor(ctx context.Context, bin string) (framework.Memory, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return memory{}, err
+		return framework.Memory{}, err
 	}
 	defer ln.Close()
 	dir, err := os.MkdirTemp("", "bench-floor-")
 	if err != nil {
-		return memory{}, err
+		return framework.Memory{}, err
 	}
 	defer os.RemoveAll(dir)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(silentKubeconfig(ln.Addr().String())), 0o600); err != nil {
-		return memory{}, err
+		return framework.Memory{}, err
 	}
 	cmd := exec.CommandContext(ctx, bin, "--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache"))
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE=bench", "POD_NAME=bench-floor")
 	if err := cmd.Start(); err != nil {
-		return memory{}, err
+		return framework.Memory{}, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -52,14 +54,14 @@ func measureFloor(ctx context.Context, bin string) (memory, error) {
 	select {
 	case conn := <-conns:
 		defer conn.Close()
-		return rss(cmd.Process.Pid)
+		return framework.ReadMemory(cmd.Process.Pid)
 	case err := <-exited:
 		exited <- err
-		return memory{}, fmt.Errorf("the operator exited before its first API request: %v", err)
+		return framework.Memory{}, fmt.Errorf("the operator exited before its first API request: %v", err)
 	case <-time.After(time.Minute):
-		return memory{}, fmt.Errorf("the operator made no API request within a minute")
+		return framework.Memory{}, fmt.Errorf("the operator made no API request within a minute")
 	case <-ctx.Done():
-		return memory{}, ctx.Err()
+		return framework.Memory{}, ctx.Err()
 	}
 }
 

@@ -24,7 +24,7 @@ import (
 // fluxResult is the Flux-only chain's time and helm-controller's footprint.
 type fluxResult struct {
 	ready        time.Duration
-	helmRSS      memory
+	helmRSS      framework.Memory
 	helmReleases int
 }
 
@@ -97,7 +97,7 @@ func measureFluxChain(ctx context.Context, nodes int) (fluxResult, error) {
 	if err != nil {
 		return fluxResult{}, err
 	}
-	if res.helmRSS, err = rss(pid); err != nil {
+	if res.helmRSS, err = framework.ReadMemory(pid); err != nil {
 		return fluxResult{}, err
 	}
 	// helm-controller's finalizers would outlive it otherwise.

@@ -20,12 +20,12 @@ type idleResult struct {
 	// other counts requests on anything but the leader-election Lease.
 	other  int
 	byVerb map[string]int
-	mem    memory
+	mem    framework.Memory
 	// atReady is its RSS when the addons turned Ready, before it had been
 	// quiet long enough to release the pages start-up touched.
-	atReady memory
+	atReady framework.Memory
 	// floor is the same binary's RSS at its first API request.
-	floor memory
+	floor framework.Memory
 	// settle counts the same for the settle period before the window.
 	settle *idleResult
 	// watches are the operator's watches still open at the window's end,
@@ -88,7 +88,7 @@ func measureIdle(ctx context.Context, bin string, o options) (idleResult, error)
 		return idleResult{}, err
 	}
 	ready := time.Now()
-	atReady, err := rss(t.Operator.Procs[0].PID())
+	atReady, err := framework.ReadMemory(t.Operator.Procs[0].PID())
 	if err != nil {
 		return idleResult{}, err
 	}
@@ -103,7 +103,7 @@ func measureIdle(ctx context.Context, bin string, o options) (idleResult, error)
 	from := ready.Add(settle)
 	res := idleResult{window: to.Sub(from), byVerb: map[string]int{}, floor: floor, atReady: atReady}
 	res.settle = &idleResult{window: settle, byVerb: map[string]int{}}
-	if res.mem, err = rss(t.Operator.Procs[0].PID()); err != nil {
+	if res.mem, err = framework.ReadMemory(t.Operator.Procs[0].PID()); err != nil {
 		return idleResult{}, err
 	}
 	if o.heapProfile != "" {

@@ -261,11 +261,6 @@ func installAlone(ctx context.Context, l limiter, comp bundle.Component, ch *hel
 	return time.Since(start), err
 }
 
-// memory and rss are the framework's, under the names the report uses.
-type memory = framework.Memory
-
-func rss(pid int) (memory, error) { return framework.ReadMemory(pid) }
-
 // pidOf finds the world's process whose command line starts with name.
 func pidOf(w *world.World, name string) (int, error) {
 	for _, pid := range w.PIDs() {

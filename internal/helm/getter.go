@@ -42,9 +42,11 @@ func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 	return clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{})
 }
 
-// newDiscovery returns a memory-cached discovery client and a mapper that
-// resets itself when it meets an unknown kind, so CRDs installed by one chart
-// are usable by the next without a restart.
+// newDiscovery returns a memory-cached discovery client and a mapper over
+// it. The mapper retries an unknown kind only while the cache is stale, and
+// Helm's capability read leaves it fresh, so every install and upgrade
+// resets the mapper (see rendering): CRDs installed by one chart are usable
+// by the next without a restart.
 func newDiscovery(cfg *rest.Config) (discovery.CachedDiscoveryInterface, meta.RESTMapper, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
