@@ -140,7 +140,8 @@ func (c *Client) configuration(ns string) (*action.Configuration, error) {
 // namespace's first install: a chart that adds objects once their API
 // exists (a VolumeSnapshotClass) would never add them. The mapper is reset
 // too: Helm's capability read refreshes the discovery cache, after which the
-// mapper no longer retries a kind it does not know.
+// mapper no longer retries a kind it does not know. Its release storage reads
+// each history once (see actionStorage).
 func (c *Client) rendering(ns string) (*action.Configuration, error) {
 	cfg, err := c.configuration(ns)
 	if err != nil {
@@ -149,6 +150,10 @@ func (c *Client) rendering(ns string) (*action.Configuration, error) {
 	one := *cfg
 	one.Capabilities = nil
 	meta.MaybeResetRESTMapper(c.mapper)
+	// Its own storage also keeps an upgrade's MaxHistory, which Helm sets
+	// on the storage it is given, from leaking into the namespace's other
+	// actions.
+	one.Releases = newActionStorage(cfg.Releases.Driver)
 	return &one, nil
 }
 
