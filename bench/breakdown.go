@@ -53,7 +53,11 @@ func measureBreakdown(ctx context.Context, bin string, nodes int, keepLogs bool)
 	if err != nil {
 		return breakdown{}, err
 	}
-	defer cleanup()
+	if keepLogs {
+		fmt.Println("  audit log kept in", log)
+	} else {
+		defer cleanup()
+	}
 	run, err := measureOperator(ctx, bin, nodes, seeded, "", keepLogs, args)
 	if err != nil {
 		return breakdown{}, err
