@@ -67,20 +67,11 @@ func measureFluxChain(ctx context.Context, nodes int) (fluxResult, error) {
 		Spec: sourcev1.HelmRepositorySpec{URL: "oci://" + w.RegistryHost + "/charts", Type: "oci", Insecure: true,
 			Interval: metav1.Duration{Duration: 5 * time.Minute}},
 	}
-	start := time.Now()
-	if err := c.Create(ctx, repo); err != nil {
-		return fluxResult{}, err
-	}
-	for _, comp := range comps {
-		if err := c.Create(ctx, helmRelease(comp, facts, ns)); err != nil {
-			return fluxResult{}, err
-		}
-	}
 	wc, err := watchingClient(w.Config)
 	if err != nil {
 		return fluxResult{}, err
 	}
-	err = untilSynced(ctx, wc, &helmv2.HelmReleaseList{}, 5*time.Minute, func(objs []runtime.Object) (bool, error) {
+	ready, err := watchUntil(ctx, wc, &helmv2.HelmReleaseList{}, 5*time.Minute, func(objs []runtime.Object) (bool, error) {
 		ready := 0
 		for _, o := range objs {
 			if conditions.IsReady(o.(*helmv2.HelmRelease)) {
@@ -90,6 +81,18 @@ func measureFluxChain(ctx context.Context, nodes int) (fluxResult, error) {
 		return ready == len(comps), nil
 	}, client.InNamespace(ns))
 	if err != nil {
+		return fluxResult{}, err
+	}
+	start := time.Now()
+	if err := c.Create(ctx, repo); err != nil {
+		return fluxResult{}, err
+	}
+	for _, comp := range comps {
+		if err := c.Create(ctx, helmRelease(comp, facts, ns)); err != nil {
+			return fluxResult{}, err
+		}
+	}
+	if err := ready(); err != nil {
 		return fluxResult{}, err
 	}
 	res := fluxResult{ready: time.Since(start), helmReleases: len(comps)}
