@@ -169,7 +169,11 @@ func waitBundleReady(ctx context.Context, t *framework.Tenant) error {
 	if err != nil {
 		return err
 	}
-	return untilSynced(ctx, c, &tenantv1.TenantBundleList{}, 5*time.Minute, bundleReady, bundleNamed)
+	ready, err := watchBundleReady(ctx, c)
+	if err != nil {
+		return err
+	}
+	return ready()
 }
 
 // watchBundleReady opens a watch of the TenantBundle and returns a wait

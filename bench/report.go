@@ -169,8 +169,9 @@ func (r *report) markdown() string {
   TenantBundle's create request. Both stop when a watch of the TenantBundle delivers Ready=True at the current
   generation. The harness opens that watch before its clock starts in the second world, and in the first as soon as
   the process has started (the CRD comes with the seed), through a fixed REST mapping, so that no discovery of its
-  own runs beside the operator's start. Nothing timed here is polled: polls every 10 ms were the API server's busiest client in the timed
-  window (about 60 GETs of the TenantBundle per bootstrap) on a machine whose two cores the bootstrap saturates.
+  own runs beside the operator's start. Nothing timed here is polled: polls every 10 ms were the API server's
+  busiest client in the timed window (about 60 GETs of the TenantBundle per bootstrap) on a machine whose two cores
+  the bootstrap saturates.
 - **Where the operator's time goes**: one more bootstrap like the first operator row (TenantBundle seeded, clock from
   the process start), with the API server's audit log on (Metadata level; it slows every request a little, so this
   bootstrap is not among the timed runs). From that log, on the same machine's clock as the process start: the

@@ -88,7 +88,7 @@ func watchUntil(ctx context.Context, c client.WithWatch, list client.ObjectList,
 		return func() error { return <-done }, nil
 	case err := <-done:
 		// It ended before it synced (an error, or ctx done).
-		return func() error { return err }, err
+		return nil, err
 	}
 }
 

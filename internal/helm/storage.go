@@ -121,7 +121,7 @@ func (s *actionStorage) Delete(key string) (*release.Release, error) {
 		return r, err
 	}
 	if revs, known := s.history[r.Name]; known {
-		s.history[r.Name] = slices.DeleteFunc(slices.Clone(revs), func(o *release.Release) bool { return o.Version == r.Version })
+		s.history[r.Name] = without(revs, r.Version)
 	}
 	return r, nil
 }
@@ -135,8 +135,12 @@ func (s *actionStorage) record(r *release.Release) {
 	if !known {
 		return // never read: the next read goes to the API server
 	}
-	revs = slices.DeleteFunc(slices.Clone(revs), func(o *release.Release) bool { return o.Version == r.Version })
-	s.history[r.Name] = append(revs, clone(r))
+	s.history[r.Name] = append(without(revs, r.Version), clone(r))
+}
+
+// without is revs less the given revision, in a new slice.
+func without(revs []*release.Release, version int) []*release.Release {
+	return slices.DeleteFunc(slices.Clone(revs), func(o *release.Release) bool { return o.Version == version })
 }
 
 // clone copies what Helm changes on a revision it read (its status and

@@ -46,10 +46,9 @@ func TestActionStorageReadsHistoryOnce(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				cfg := &action.Configuration{Releases: storage.Init(mem), KubeClient: &kubefake.PrintingKubeClient{Out: io.Discard},
-					Capabilities: chartutil.DefaultCapabilities, Log: func(string, ...any) {}}
+				cfg := configOn(storage.Init(mem))
 				if cached {
-					cfg.Releases = newActionStorage(mem)
+					cfg = configOn(newActionStorage(mem))
 				}
 				mem.queries = 0
 				if err := tc.run(cfg); err != nil {
@@ -89,6 +88,13 @@ func TestActionStorageKeepsUnwrittenChanges(t *testing.T) {
 	if err != nil || again.Version != 1 || again.Info.Description != "" {
 		t.Fatalf("deployed = %+v, %v; want revision 1 as stored", again, err)
 	}
+}
+
+// configOn is an action configuration with releases, rendering without a
+// cluster.
+func configOn(releases *storage.Storage) *action.Configuration {
+	return &action.Configuration{Releases: releases, KubeClient: &kubefake.PrintingKubeClient{Out: io.Discard},
+		Capabilities: chartutil.DefaultCapabilities, Log: func(string, ...any) {}}
 }
 
 func install(cfg *action.Configuration) error {
@@ -151,9 +157,7 @@ func TestActionStorageBoundsFailedInstalls(t *testing.T) {
 		}
 	}
 	mem.queries = 0
-	cfg := &action.Configuration{Releases: newActionStorage(mem), KubeClient: &kubefake.PrintingKubeClient{Out: io.Discard},
-		Capabilities: chartutil.DefaultCapabilities, Log: func(string, ...any) {}}
-	if err := install(cfg); err != nil {
+	if err := install(configOn(newActionStorage(mem))); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"2:failed", "3:failed", "4:failed", "5:failed", "6:deployed"}
