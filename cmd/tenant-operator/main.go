@@ -59,6 +59,7 @@ type options struct {
 	cacheDir                         string
 	variantsDir                      string
 	crdTimeout                       time.Duration
+	progressInterval                 time.Duration
 	artifactAddr, artifactURL        string
 	releaseIdleAfter                 time.Duration
 }
@@ -83,6 +84,7 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.artifactAddr, "artifact-bind-address", "127.0.0.1:9795", "where helm-controller downloads the chart artifacts of addons and packages (the node's address when Flux may run on another node)")
 	fs.StringVar(&o.artifactURL, "artifact-advertise-url", "", "base URL of the artifact server as Flux sees it (default http://<artifact-bind-address>)")
 	fs.DurationVar(&o.releaseIdleAfter, "release-idle-memory-after", 30*time.Second, "after this long without API requests (Lease renewals aside), give the kernel back the executable pages and free heap that start-up and the bootstrap touched; 0 keeps them")
+	fs.DurationVar(&o.progressInterval, "progress-report-interval", time.Second, "least time between two TenantBundle status writes that only report a bootstrap's progress (errors, Stalled, Ready and a new generation are written at once); 0 writes each at once")
 	fs.DurationVar(&o.crdTimeout, "crd-timeout", 2*time.Minute, "how long to wait for our CRDs to be established at start")
 }
 
@@ -213,13 +215,14 @@ func run(ctx context.Context, opts options) error {
 	go helmClient.Warm()
 	engine := bootstrap.NewEngine(helmClient, applier, &readiness.Checker{Reader: mgr.GetCache(), Live: mgr.GetAPIReader()}, bootstrap.NewDriftTracker())
 	if err := (&tenantbundle.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Bundles:   bundles.FS,
-		Puller:    puller,
-		Engine:    engine,
-		Variants:  loaded,
-		KubeMinor: helmClient.ServerMinor,
+		Client:           mgr.GetClient(),
+		APIReader:        mgr.GetAPIReader(),
+		Bundles:          bundles.FS,
+		Puller:           puller,
+		Engine:           engine,
+		Variants:         loaded,
+		KubeMinor:        helmClient.ServerMinor,
+		ProgressInterval: opts.progressInterval,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

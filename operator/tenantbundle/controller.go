@@ -10,8 +10,10 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,13 +44,17 @@ type Reconciler struct {
 	Variants map[string]*bundle.Variant
 	// KubeMinor reports the cluster's Kubernetes minor version.
 	KubeMinor func() (string, error)
+	// ProgressInterval is the least time between two status writes that
+	// only report progress (see routine); 0 writes each at once.
+	ProgressInterval time.Duration
 
 	charts chartCache
+	pace   *pacer
 	// informers tells the event handlers whether the TenantBundle cache
 	// has synced (see allBundles).
 	informers cache.Informers
 	// workloadEvents counts the workload events that queued a reconcile
-	// (see superseded).
+	// (see report).
 	workloadEvents atomic.Uint64
 }
 
@@ -58,6 +64,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &tenantv1.TenantBundle{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.pace.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.DeletionTimestamp.IsZero() {
@@ -68,35 +77,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
-	// One status write per reconcile, in a single request: a patch helper
-	// that writes conditions and the rest of status separately lets a
-	// watcher see Ready=True next to a stale component list.
 	before := obj.DeepCopy()
 	events := r.workloadEvents.Load()
 	var notReady string
 	defer func() {
-		if v, ok := obj.GetAnnotations()[requestedAtAnnotation]; ok {
-			obj.Status.LastHandledReconcileAt = v
-		}
-		setWaitingTiers(obj)
-		summarize(obj, retErr, notReady)
-		if _, isTerminal := outcome.Classify(retErr); retErr == nil || isTerminal {
-			obj.Status.ObservedGeneration = obj.Generation
-		}
-		if equality.Semantic.DeepEqual(before.Status, obj.Status) {
-			return // nothing new to say: no write
-		}
-		if retErr == nil && progressOnly(before.Status, obj.Status) && r.workloadEvents.Load() != events {
-			// A workload event came in meanwhile and queued the next
-			// reconcile, which reports newer progress. During a rollout
-			// each write made the following reconcile, the one that sees
-			// the workloads Ready, wait behind it, and the API server
-			// spend its time on it beside the rollout.
-			return
-		}
-		if err := r.writeStatus(ctx, obj); err != nil {
-			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
-		}
+		result, retErr = r.report(ctx, before, obj, notReady, retErr, events)
 	}()
 
 	notReady, retErr = r.reconcile(ctx, obj)
@@ -175,6 +160,42 @@ func resultsError(results []bootstrap.Result) error {
 		return nil
 	}
 	return outcome.Retry(tenantv1.ReasonInstallFailed, errors.Join(errs...))
+}
+
+// report summarises the reconcile into the status and writes it, in one
+// request: a patch helper that writes conditions and the rest of status
+// separately lets a watcher see Ready=True next to a stale component list.
+// Writes that only report progress are left out while a newer report is
+// already on its way, and spaced by the pacer otherwise.
+func (r *Reconciler) report(ctx context.Context, before, obj *tenantv1.TenantBundle, notReady string, retErr error, events uint64) (ctrl.Result, error) {
+	if v, ok := obj.GetAnnotations()[requestedAtAnnotation]; ok {
+		obj.Status.LastHandledReconcileAt = v
+	}
+	setWaitingTiers(obj)
+	summarize(obj, retErr, notReady)
+	if _, isTerminal := outcome.Classify(retErr); retErr == nil || isTerminal {
+		obj.Status.ObservedGeneration = obj.Generation
+	}
+	if equality.Semantic.DeepEqual(before.Status, obj.Status) {
+		return ctrl.Result{}, retErr // nothing new to say: no write
+	}
+	key := client.ObjectKeyFromObject(obj)
+	if retErr == nil && routine(before.Status, obj.Status) {
+		if r.workloadEvents.Load() != events {
+			// A workload event came in meanwhile and queued the next
+			// reconcile, which reports newer progress.
+			return ctrl.Result{}, nil
+		}
+		if wait := r.pace.hold(key); wait > 0 {
+			// Nothing else may come: the requeue writes it then.
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
+	if err := r.writeStatus(ctx, obj); err != nil {
+		return ctrl.Result{}, errors.Join(retErr, client.IgnoreNotFound(err))
+	}
+	r.pace.wrote(key)
+	return ctrl.Result{}, retErr
 }
 
 // writeStatus applies the status with server-side apply as the operator,

@@ -39,6 +39,7 @@ const (
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c := mgr.GetCache()
 	r.informers = c
+	r.pace = &pacer{every: r.ProgressInterval}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("tenantbundle").
 		WatchesRawSource(watch.Objects(c, &tenantv1.TenantBundle{}, &handler.EnqueueRequestForObject{},

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cozystack/tenant-operator/internal/bundle"
@@ -118,22 +117,4 @@ func setCloudCondition(obj *tenantv1.TenantBundle, v *bundle.Variant, results []
 	default:
 		conditions.MarkTrue(obj, tenantv1.CloudReadyCondition, tenantv1.ReasonSucceeded, "variant %s: %d tenant-side component(s) ready", v.Name, len(cloud))
 	}
-}
-
-// progressOnly reports whether after differs from before only in how far
-// components have come: their messages and those of the conditions. Every
-// condition keeps its status, reason and observed generation, and everything
-// else is equal, so nothing a client decides on has changed.
-func progressOnly(before, after tenantv1.TenantBundleStatus) bool {
-	strip := func(s tenantv1.TenantBundleStatus) *tenantv1.TenantBundleStatus {
-		s = *s.DeepCopy()
-		for i := range s.Conditions {
-			s.Conditions[i].Message, s.Conditions[i].LastTransitionTime = "", metav1.Time{}
-		}
-		for i := range s.Components {
-			s.Components[i].Message = ""
-		}
-		return &s
-	}
-	return equality.Semantic.DeepEqual(strip(before), strip(after))
 }

@@ -84,47 +84,6 @@ func TestSetTierCondition(t *testing.T) {
 	}
 }
 
-func TestProgressOnly(t *testing.T) {
-	base := func() tenantv1.TenantBundleStatus {
-		return tenantv1.TenantBundleStatus{ObservedGeneration: 1, ArtifactDigest: "sha256:a",
-			Conditions: []metav1.Condition{{Type: tenantv1.ReadyCondition, Status: metav1.ConditionFalse,
-				Reason: tenantv1.ReasonComponentsNotReady, Message: "cilium: 1/3 ready", ObservedGeneration: 1}},
-			Components: []tenantv1.ComponentStatus{{Name: "cilium", Tier: "network", Revision: 1, Message: "1/3 ready"}}}
-	}
-	tests := []struct {
-		name   string
-		change func(*tenantv1.TenantBundleStatus)
-		want   bool
-	}{
-		{"messages only", func(s *tenantv1.TenantBundleStatus) {
-			s.Conditions[0].Message, s.Components[0].Message = "cilium: 2/3 ready", "2/3 ready"
-		}, true},
-		{"a condition's status", func(s *tenantv1.TenantBundleStatus) { s.Conditions[0].Status = metav1.ConditionTrue }, false},
-		{"a condition's reason", func(s *tenantv1.TenantBundleStatus) { s.Conditions[0].Reason = "InstallFailed" }, false},
-		{"a condition added", func(s *tenantv1.TenantBundleStatus) {
-			s.Conditions = append(s.Conditions, metav1.Condition{Type: tenantv1.NetworkReadyCondition, Status: metav1.ConditionFalse})
-		}, false},
-		{"a component Ready", func(s *tenantv1.TenantBundleStatus) { s.Components[0].Ready = true }, false},
-		{"a component's revision", func(s *tenantv1.TenantBundleStatus) { s.Components[0].Revision = 2 }, false},
-		{"a component added", func(s *tenantv1.TenantBundleStatus) {
-			s.Components = append(s.Components, tenantv1.ComponentStatus{Name: "coredns"})
-		}, false},
-		{"observed generation", func(s *tenantv1.TenantBundleStatus) { s.ObservedGeneration = 2 }, false},
-		{"a condition's observed generation", func(s *tenantv1.TenantBundleStatus) { s.Conditions[0].ObservedGeneration = 2 }, false},
-		{"artifact", func(s *tenantv1.TenantBundleStatus) { s.ArtifactDigest = "sha256:b" }, false},
-		{"handled reconcile request", func(s *tenantv1.TenantBundleStatus) { s.LastHandledReconcileAt = "now" }, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before, after := base(), base()
-			tt.change(&after)
-			if got := progressOnly(before, after); got != tt.want {
-				t.Fatalf("progressOnly = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestSetWaitingTiers(t *testing.T) {
 	cond := func(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: status, Reason: reason}
