@@ -19,15 +19,18 @@ import (
 // Helm installing and the cluster rolling out, which the critical-path limit
 // contains too.
 type breakdown struct {
+	// mode is how the clock started: with the process (seeded) or with
+	// the TenantBundle's create request (running).
+	mode  operatorStart
 	total time.Duration
-	// startup is the process start (the TenantBundle already seeded) to
-	// the operator's first request about the first component's release.
+	// startup is the clock's start to the operator's first request about
+	// the first component's release.
 	startup time.Duration
-	// firstRequest is the part of startup until the operator's first
-	// request: exec, the Go runtime and package initialisers, flags.
+	// firstRequest is the part of a seeded startup until the operator's
+	// first request: exec, the Go runtime and package initialisers, flags.
 	firstRequest time.Duration
-	// listed is the part of startup until the operator's cache lists
-	// TenantBundles: its CRDs applied and served, its manager started.
+	// listed is the part of a seeded startup until the operator's cache
+	// lists TenantBundles: its CRDs applied and served, its manager started.
 	listed time.Duration
 	// reactions are, per component after the first, the last status write
 	// of its dependencies' workloads (the kube-controller-manager's write
@@ -43,12 +46,17 @@ type breakdown struct {
 	// dependents' first request, or the Ready status write). The limit
 	// times the same span with the component installed alone.
 	steps map[string]time.Duration
+	// statusWrites are the operator's TenantBundle status writes from the
+	// clock's start to the one the harness saw Ready, that one included,
+	// and statusTime the API server's time on them, request by request.
+	statusWrites int
+	statusTime   time.Duration
 }
 
-// measureBreakdown runs one extra bootstrap, not timed with the others,
-// with the API server's audit log on (which adds to every request's
-// latency).
-func measureBreakdown(ctx context.Context, bin string, nodes int, keepLogs bool) (breakdown, error) {
+// measureBreakdown runs one extra bootstrap, started as mode says and not
+// timed with the others, with the API server's audit log on (which adds to
+// every request's latency).
+func measureBreakdown(ctx context.Context, bin string, nodes int, mode operatorStart, keepLogs bool) (breakdown, error) {
 	log, args, cleanup, err := auditing()
 	if err != nil {
 		return breakdown{}, err
@@ -58,7 +66,7 @@ func measureBreakdown(ctx context.Context, bin string, nodes int, keepLogs bool)
 	} else {
 		defer cleanup()
 	}
-	run, err := measureOperator(ctx, bin, nodes, seeded, "", keepLogs, args)
+	run, err := measureOperator(ctx, bin, nodes, mode, "", keepLogs, args)
 	if err != nil {
 		return breakdown{}, err
 	}
@@ -76,40 +84,27 @@ func measureBreakdown(ctx context.Context, bin string, nodes int, keepLogs bool)
 		return breakdown{}, err
 	}
 	slices.SortFunc(events, func(a, b *auditEvent) int { return a.Received.Compare(b.Received) })
-	return splitBootstrap(events, def.Components, run)
+	return splitBootstrap(events, def.Components, run, mode)
 }
 
 // splitBootstrap reads the breakdown out of the audit events of one
 // bootstrap, sorted by the time each request was received.
-func splitBootstrap(events []*auditEvent, comps []bundle.Component, run operatorRun) (breakdown, error) {
+func splitBootstrap(events []*auditEvent, comps []bundle.Component, run operatorRun, mode operatorStart) (breakdown, error) {
 	operator := fmt.Sprintf("system:serviceaccount:%s:%s", seed.DefaultNamespace, seed.Name)
-	b := breakdown{total: run.ready.Sub(run.from), reactions: map[string]time.Duration{}, steps: map[string]time.Duration{}}
-	// The process start is the harness's clock; the audit log's times are
-	// the API server's, on the same machine.
+	b := breakdown{mode: mode, total: run.ready.Sub(run.from), reactions: map[string]time.Duration{}, steps: map[string]time.Duration{}}
+	// The clock's start is the harness's; the audit log's times are the
+	// API server's, on the same machine.
 	start := run.from
-	var requested, listed bool
-	for _, e := range events {
-		if e.User.Username != operator {
-			continue
+	if mode == seeded {
+		if err := b.splitStart(events, operator, start); err != nil {
+			return b, err
 		}
-		if !requested {
-			b.firstRequest, requested = e.Received.Sub(start), true
-		}
-		// The cache's initial list is served from the watch cache
-		// (resourceVersion=0); the prefetch's list at start is not.
-		if e.resource() == "tenantbundles" && e.Verb == "list" && strings.Contains(e.RequestURI, "resourceVersion=0") {
-			b.listed, listed = e.Received.Sub(start), true
-			break
-		}
-	}
-	if !listed {
-		return b, fmt.Errorf("audit log: the operator never listed TenantBundles")
 	}
 	first := map[string]time.Time{} // component → the operator's first request about its release
 	for _, c := range comps {
 		for _, e := range events {
 			if e.User.Username == operator && e.resource() == "secrets" && e.ObjectRef.Namespace == c.Release.Namespace &&
-				releaseSelected(e.RequestURI, c.Release.Name) {
+				!e.Received.Before(start) && releaseSelected(e.RequestURI, c.Release.Name) {
 				first[c.Name] = e.Received
 				break
 			}
@@ -148,6 +143,13 @@ func splitBootstrap(events []*auditEvent, comps []bundle.Component, run operator
 	if readyWrite == nil {
 		return b, fmt.Errorf("audit log: no status write of the operator before Ready was seen")
 	}
+	for _, e := range events {
+		if e.User.Username == operator && e.resource() == "tenantbundles" && e.ObjectRef.Subresource == "status" &&
+			!e.Received.Before(start) && !e.Received.After(readyWrite.Received) {
+			b.statusWrites++
+			b.statusTime += e.Completed.Sub(e.Received)
+		}
+	}
 	var namespaces []string
 	for name := range first {
 		namespaces = append(namespaces, namespaceOf(comps, name))
@@ -165,6 +167,27 @@ func splitBootstrap(events []*auditEvent, comps []bundle.Component, run operator
 		b.final = readyWrite.Completed.Sub(last)
 	}
 	return b, nil
+}
+
+// splitStart splits a seeded start at the operator's first request and at
+// its cache's first list of TenantBundles.
+func (b *breakdown) splitStart(events []*auditEvent, operator string, start time.Time) error {
+	requested := false
+	for _, e := range events {
+		if e.User.Username != operator {
+			continue
+		}
+		if !requested {
+			b.firstRequest, requested = e.Received.Sub(start), true
+		}
+		// The cache's initial list is served from the watch cache
+		// (resourceVersion=0); the prefetch's list at start is not.
+		if e.resource() == "tenantbundles" && e.Verb == "list" && strings.Contains(e.RequestURI, "resourceVersion=0") {
+			b.listed = e.Received.Sub(start)
+			return nil
+		}
+	}
+	return fmt.Errorf("audit log: the operator never listed TenantBundles")
 }
 
 // releaseSelected says whether a request lists the Secrets of one Helm

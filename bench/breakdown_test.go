@@ -43,19 +43,33 @@ func TestSplitBootstrap(t *testing.T) {
 		ev(op, "patch", "tenantbundles", "status", "", "", 1100, 1110),
 	}
 	run := operatorRun{from: at(200), ready: at(1045)}
-	got, err := splitBootstrap(events, comps, run)
+	got, err := splitBootstrap(events, comps, run, seeded)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := breakdown{total: 845 * time.Millisecond, startup: 200 * time.Millisecond, firstRequest: 60 * time.Millisecond,
-		listed: 100 * time.Millisecond, reactions: map[string]time.Duration{"coredns": 30 * time.Millisecond}, final: 40 * time.Millisecond}
+		listed: 100 * time.Millisecond, reactions: map[string]time.Duration{"coredns": 30 * time.Millisecond}, final: 40 * time.Millisecond,
+		statusWrites: 2, statusTime: 40 * time.Millisecond}
 	if got.total != want.total || got.startup != want.startup || got.firstRequest != want.firstRequest || got.listed != want.listed ||
 		got.final != want.final || len(got.reactions) != 1 || got.reactions["coredns"] != want.reactions["coredns"] ||
-		len(got.steps) != 2 || got.steps["cilium"] != 310*time.Millisecond || got.steps["coredns"] != 270*time.Millisecond {
+		len(got.steps) != 2 || got.steps["cilium"] != 310*time.Millisecond || got.steps["coredns"] != 270*time.Millisecond ||
+		got.statusWrites != want.statusWrites || got.statusTime != want.statusTime {
 		t.Errorf("splitBootstrap = %+v, want %+v", got, want)
 	}
 
-	if _, err := splitBootstrap(append(events[:3:3], events[4:]...), comps, run); err == nil {
+	// The operator running, the clock starts with the TenantBundle's
+	// create request: no start-up to split, and nothing before the clock.
+	started := operatorRun{from: at(380), ready: at(1045)}
+	got, err = splitBootstrap(events, comps, started, running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.startup != 20*time.Millisecond || got.firstRequest != 0 || got.listed != 0 || got.reactions["coredns"] != 30*time.Millisecond ||
+		got.final != 40*time.Millisecond || got.statusWrites != 2 {
+		t.Errorf("splitBootstrap, operator running = %+v", got)
+	}
+
+	if _, err := splitBootstrap(append(events[:3:3], events[4:]...), comps, run, seeded); err == nil {
 		t.Error("a log in which the operator never lists TenantBundles must be an error")
 	}
 }

@@ -49,6 +49,13 @@ const (
 	running
 )
 
+func (m operatorStart) String() string {
+	if m == running {
+		return "operator running"
+	}
+	return "TenantBundle seeded"
+}
+
 type limitRun struct {
 	total time.Duration
 	steps map[string]time.Duration

@@ -17,7 +17,7 @@ type report struct {
 	speed      []speed // runs at the default size
 	sizes      []speed // one run per extra size
 	idle       idleResult
-	breakdown  breakdown
+	breakdowns []breakdown // seeded, then running
 	faults     map[string][]faultTrial
 }
 
@@ -172,15 +172,17 @@ func (r *report) markdown() string {
   own runs beside the operator's start. Nothing timed here is polled: polls every 10 ms were the API server's
   busiest client in the timed window (about 60 GETs of the TenantBundle per bootstrap) on a machine whose two cores
   the bootstrap saturates.
-- **Where the operator's time goes**: one more bootstrap like the first operator row (TenantBundle seeded, clock from
-  the process start), with the API server's audit log on (Metadata level; it slows every request a little, so this
-  bootstrap is not among the timed runs). From that log, on the same machine's clock as the process start: the
-  operator's first request and its first list of TenantBundles; its first request about each release (its history list);
+- **Where the operator's time goes**: two more bootstraps like the two operator rows (TenantBundle seeded, clock from
+  the process start; operator running, clock from the TenantBundle's create request), with the API server's audit
+  log on (Metadata level; it slows every request a little, so these bootstraps are not among the timed runs). From
+  that log, on the same machine's clock as the harness's: in the first, the operator's first request and its first
+  list of TenantBundles; in both, its first request about each release (its history list);
   kube-controller-manager's status writes to each component's workloads; and the operator's last status write before
   the harness saw Ready. A dependent component's reaction runs from its dependencies' last workload status write
   before that request; the final one from the last workload status write to the end of that status write. Each
   component's install + rollout in that bootstrap runs from the operator's first request about its release to its
   workloads' last status write before the operator moved on (its dependents' first request, or that status write).
+  The operator's TenantBundle status writes are counted from the clock's start to the one the harness saw Ready.
 - **Critical-path limit**: the same charts and values, installed with the operator's own Helm code one component at a
   time, each after its dependencies are Ready; each is timed from install to its workloads Ready by kstatus, judged
   when the install returns and again on every event of a watch of the workloads of its namespace. The limit is the
@@ -335,17 +337,32 @@ func (r *report) faultsClean() error {
 	return errors.Join(errs...)
 }
 
-// writeBreakdown reports the extra audited bootstrap, when it ran.
+// writeBreakdown reports the extra audited bootstraps, when they ran.
 func (r *report) writeBreakdown(b *strings.Builder) {
-	d := r.breakdown
-	if d.total == 0 {
-		return
+	for _, d := range r.breakdowns {
+		r.writeOneBreakdown(b, d)
 	}
-	b.WriteString("### Where the operator's time goes (one extra bootstrap, API server audit log on)\n\n| from → to | time |\n|---|---|\n")
-	fmt.Fprintf(b, "| process start (the TenantBundle seeded) → the operator's first request about the first release | %d ms |\n", d.startup.Milliseconds())
-	fmt.Fprintf(b, "| … of which until its first API request (exec, Go runtime and package initialisers, flags) | %d ms |\n", d.firstRequest.Milliseconds())
-	fmt.Fprintf(b, "| … then until its cache lists TenantBundles (its CRDs applied and served, the manager started) | %d ms |\n", (d.listed - d.firstRequest).Milliseconds())
-	fmt.Fprintf(b, "| … then (caches synced, lease, plan; the artifact prefetched since the start) | %d ms |\n", (d.startup - d.listed).Milliseconds())
+	if len(r.breakdowns) > 0 {
+		b.WriteString("The rest is Helm installing and the cluster rolling out, which the critical-path limit holds too. ")
+		b.WriteString("A status write is the kube-controller-manager's; the last one before the operator's request is taken as the one that made the workloads Ready, so a reaction is, if anything, underestimated. ")
+		b.WriteString("The operator's own status writes of the TenantBundle sit beside the rollouts, not between them, but each is a server-side apply the API server spends its time on while the bootstrap keeps both cores busy.\n\n")
+	}
+}
+
+func (r *report) writeOneBreakdown(b *strings.Builder, d breakdown) {
+	start := "process start"
+	if d.mode == running {
+		start = "TenantBundle created"
+	}
+	fmt.Fprintf(b, "### Where the operator's time goes (%s → Ready; one extra bootstrap, API server audit log on)\n\n| from → to | time |\n|---|---|\n", start)
+	if d.mode == seeded {
+		fmt.Fprintf(b, "| process start (the TenantBundle seeded) → the operator's first request about the first release | %d ms |\n", d.startup.Milliseconds())
+		fmt.Fprintf(b, "| … of which until its first API request (exec, Go runtime and package initialisers, flags) | %d ms |\n", d.firstRequest.Milliseconds())
+		fmt.Fprintf(b, "| … then until its cache lists TenantBundles (its CRDs applied and served, the manager started) | %d ms |\n", (d.listed - d.firstRequest).Milliseconds())
+		fmt.Fprintf(b, "| … then (caches synced, lease, plan; the artifact prefetched since the start) | %d ms |\n", (d.startup - d.listed).Milliseconds())
+	} else {
+		fmt.Fprintf(b, "| TenantBundle created (the operator holding its Lease) → the operator's first request about the first release (event, plan, artifact pulled, charts built) | %d ms |\n", d.startup.Milliseconds())
+	}
 	sum := d.startup + d.final
 	names := make([]string, 0, len(d.reactions))
 	for n := range d.reactions {
@@ -357,18 +374,16 @@ func (r *report) writeBreakdown(b *strings.Builder) {
 		sum += d.reactions[n]
 	}
 	fmt.Fprintf(b, "| last status write of a component's workloads → the operator's status write that the harness saw Ready, done | %d ms |\n", d.final.Milliseconds())
-	fmt.Fprintf(b, "| **the operator's part** of that bootstrap's %d ms (process start → Ready) | **%d ms** |\n\n", d.total.Milliseconds(), sum.Milliseconds())
-	b.WriteString("The rest is Helm installing and the cluster rolling out, which the critical-path limit holds too. ")
-	b.WriteString("A status write is the kube-controller-manager's; the last one before the operator's request is taken as the one that made the workloads Ready, so a reaction is, if anything, underestimated.\n\n")
-	r.writeSteps(b)
+	fmt.Fprintf(b, "| **the operator's part** of that bootstrap's %d ms (%s → Ready) | **%d ms** |\n", d.total.Milliseconds(), start, sum.Milliseconds())
+	fmt.Fprintf(b, "| the operator's TenantBundle status writes in that bootstrap, the Ready one included (API server time, summed) | %d (%d ms) |\n\n", d.statusWrites, d.statusTime.Milliseconds())
+	r.writeSteps(b, d)
 }
 
-// writeSteps sets each component's install + rollout inside the audited
+// writeSteps sets each component's install + rollout inside an audited
 // bootstrap beside the same span measured alone for the limit: where the
 // two differ, the cluster was slower for the operator's bootstrap than for
 // the limit's lone install, which no reaction of the operator's accounts for.
-func (r *report) writeSteps(b *strings.Builder) {
-	d := r.breakdown
+func (r *report) writeSteps(b *strings.Builder, d breakdown) {
 	if len(d.steps) == 0 {
 		return
 	}
