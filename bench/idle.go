@@ -51,12 +51,16 @@ func measureIdle(ctx context.Context, bin string, o options) (idleResult, error)
 	if err != nil {
 		return idleResult{}, err
 	}
-	defer cleanup()
+	if o.keepLogs {
+		fmt.Println("  audit log kept in", log)
+	} else {
+		defer cleanup()
+	}
 	w, err := newWorld(ctx, "bench-idle", nodes, args)
 	if err != nil {
 		return idleResult{}, err
 	}
-	defer w.Stop(false)
+	defer func() { _ = w.Stop(o.keepLogs) }()
 	url, _, err := framework.PushPackages(ctx, w)
 	if err != nil {
 		return idleResult{}, err

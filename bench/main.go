@@ -47,7 +47,7 @@ func main() {
 	flag.StringVar(&o.heapProfile, "heap-profile", "", "write the operator's heap profile at the end of the idle window to this file (go tool pprof)")
 	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "profile the operator during one extra, untimed bootstrap and write the CPU profile to this file (go tool pprof)")
 	flag.BoolVar(&o.breakdown, "breakdown", true, "two extra bootstraps (the TenantBundle seeded, and created for a running operator) with the API server's audit log on, to split the operator's latency from the cluster's")
-	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the logs of every operator bootstrap and fault trial in _artifacts (fault trials that did not converge are always kept), and the breakdowns' audit logs")
+	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the logs of every operator bootstrap and fault trial in _artifacts (fault trials that did not converge are always kept), and the audit logs of the breakdowns and the idle world")
 	flag.StringVar(&o.faultKinds, "faults", strings.Join(faultOrder, ","), "fault kinds to run trials of")
 	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "where to write the report")
 	flag.Parse()
