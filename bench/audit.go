@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -56,6 +57,23 @@ func (e *auditEvent) resource() string {
 		return ""
 	}
 	return e.ObjectRef.Resource
+}
+
+// writes reports whether the request could change what the API server
+// stores: a write verb, not a dry run.
+func (e *auditEvent) writes() bool {
+	switch e.Verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return !e.dryRun()
+	}
+	return false
+}
+
+// dryRun reports a request made with dryRun: fluxcd/pkg/ssa compares every
+// apply by a dry run first, which the audit log records as a patch.
+func (e *auditEvent) dryRun() bool {
+	u, err := url.Parse(e.RequestURI)
+	return err == nil && u.Query().Get("dryRun") != ""
 }
 
 // readAudit calls fn with every event of the log, in the log's order.

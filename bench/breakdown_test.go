@@ -73,3 +73,24 @@ func TestSplitBootstrap(t *testing.T) {
 		t.Error("a log in which the operator never lists TenantBundles must be an error")
 	}
 }
+
+func TestAuditWrites(t *testing.T) {
+	tests := []struct {
+		verb, uri string
+		want      bool
+	}{
+		{"patch", "/apis/helm.toolkit.fluxcd.io/v2/namespaces/a/helmreleases/b?fieldManager=tenant-operator&force=true", true},
+		{"patch", "/apis/helm.toolkit.fluxcd.io/v2/namespaces/a/helmreleases/b?dryRun=All&fieldManager=tenant-operator&force=true", false},
+		{"create", "/api/v1/namespaces", true},
+		{"delete", "/api/v1/namespaces/a?dryRun=All", false},
+		{"update", "/apis/coordination.k8s.io/v1/namespaces/a/leases/b", true},
+		{"get", "/api/v1/namespaces/a", false},
+		{"watch", "/api/v1/nodes?watch=true", false},
+	}
+	for _, tt := range tests {
+		e := &auditEvent{Verb: tt.verb, RequestURI: tt.uri}
+		if got := e.writes(); got != tt.want {
+			t.Errorf("%s %s: writes = %v, want %v", tt.verb, tt.uri, got, tt.want)
+		}
+	}
+}

@@ -152,12 +152,14 @@ func countRequests(path, user string, from, to time.Time, res *idleResult) error
 		if e.ObjectRef != nil {
 			what += " " + strings.TrimSuffix(e.ObjectRef.Resource+"/"+e.ObjectRef.Subresource, "/")
 		}
+		if e.dryRun() {
+			what += " (dry run)"
+		}
 		res.byVerb[what]++
 		if e.resource() != "leases" {
 			res.other++
 		}
-		switch e.Verb {
-		case "create", "update", "patch", "delete", "deletecollection":
+		if e.writes() {
 			res.writes++
 			if e.resource() == "leases" {
 				res.leaseWrites++
