@@ -138,17 +138,14 @@ func splitBootstrap(events []*auditEvent, comps []bundle.Component, run operator
 	for _, e := range events {
 		if e.User.Username == operator && e.resource() == "tenantbundles" && e.ObjectRef.Subresource == "status" && !e.Received.After(run.ready) {
 			readyWrite = e
+			if !e.Received.Before(start) {
+				b.statusWrites++
+				b.statusTime += e.Completed.Sub(e.Received)
+			}
 		}
 	}
 	if readyWrite == nil {
 		return b, fmt.Errorf("audit log: no status write of the operator before Ready was seen")
-	}
-	for _, e := range events {
-		if e.User.Username == operator && e.resource() == "tenantbundles" && e.ObjectRef.Subresource == "status" &&
-			!e.Received.Before(start) && !e.Received.After(readyWrite.Received) {
-			b.statusWrites++
-			b.statusTime += e.Completed.Sub(e.Received)
-		}
 	}
 	var namespaces []string
 	for name := range first {

@@ -193,10 +193,10 @@ func (r *report) markdown() string {
   delivered every one Ready.
 - **Idle**: a fourth world with the API server's audit log on (Metadata level, one entry per request); after Ready the
   harness lets the rollout settle for 30 s (reported separately), then counts the entries of the operator's
-  ServiceAccount over the idle window. A write is a create, update, patch or delete without ` + "`dryRun`" + ` (a server-side
-  apply of fluxcd/pkg/ssa is compared by a dry-run patch first, which changes nothing). A watch is one request when it starts and then stays open until its
-  timeout, which no window of minutes sees run out (client-go's default 5–10 min was a request per informer every
-  7.5 min on average; the operator asks for 30–60 min, the API server's own range): the watches still open at the
+  ServiceAccount over the idle window. A write is a create, update, patch or delete without ` + "`dryRun`" + ` (a
+  server-side apply of fluxcd/pkg/ssa is compared by a dry-run patch first, which changes nothing). A watch is one
+  request when it starts and then stays open until its timeout, which no window of minutes sees run out (client-go's
+  default 5–10 min was a request per informer every 7.5 min on average; the operator asks for 30–60 min, the API server's own range): the watches still open at the
   window's end are read from the log with the timeouts they asked for, and the number of them divided by the
   shortest timeout is added to the window's rate as the most their renewals can cost. RSS is VmRSS from /proc at the end, split as the kernel reports it into
   RssAnon (heap, stacks, runtime: the process's own memory) and RssFile (pages of the executable mapped from the
