@@ -2,7 +2,9 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestRatios(t *testing.T) {
@@ -24,5 +26,57 @@ func TestRatios(t *testing.T) {
 		if !slices.Equal(in, tc.in) {
 			t.Errorf("ratios reordered its input: %v", in)
 		}
+	}
+}
+
+// A late draw injected nothing: it is neither a trial nor a failed one.
+func TestFaultsLateDraws(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		trials    []faultTrial
+		wantRow   string
+		wantClean bool
+	}{
+		{
+			name: "late draws counted apart",
+			trials: []faultTrial{
+				{kind: "node", late: true},
+				{kind: "node", beforeReady: true, converged: true, toConverge: time.Second},
+				{kind: "node", late: true},
+				{kind: "node", beforeReady: true, converged: true, toConverge: 3 * time.Second},
+			},
+			wantRow:   "| 2 | 2 (2) | 2 | 3.00 s, 3.00 s |", // median is the upper middle
+			wantClean: true,
+		},
+		{
+			name: "a last draw injected after Ready",
+			trials: []faultTrial{
+				{kind: "node", late: true},
+				{kind: "node", beforeReady: false, converged: true, toConverge: time.Second},
+			},
+			wantRow:   "| 1 | 0 (1) | 1 | 1.00 s, 1.00 s |",
+			wantClean: true,
+		},
+		{
+			name: "a trial that did not converge still fails",
+			trials: []faultTrial{
+				{kind: "node", late: true},
+				{kind: "node", beforeReady: true},
+			},
+			wantRow:   "| 1 | 1 (1) | 0 | — |",
+			wantClean: false,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &report{faults: map[string][]faultTrial{"node": tc.trials}}
+			var b strings.Builder
+			r.writeFaults(&b)
+			if !strings.Contains(b.String(), faultKinds["node"].name+" "+tc.wantRow) {
+				t.Errorf("report has no row %q:\n%s", tc.wantRow, b.String())
+			}
+			if clean := r.faultsClean() == nil; clean != tc.wantClean {
+				t.Errorf("faultsClean() == nil is %t, want %t", clean, tc.wantClean)
+			}
+		})
 	}
 }
