@@ -193,30 +193,31 @@ func (r *report) markdown() string {
   delivered every one Ready.
 - **Idle**: a fourth world with the API server's audit log on (Metadata level, one entry per request); after Ready the
   harness lets the rollout settle for 30 s (reported separately), then counts the entries of the operator's
-  ServiceAccount over the idle window. A write is a create, update, patch or delete without ` + "`dryRun`" + ` (a
-  server-side apply of fluxcd/pkg/ssa is compared by a dry-run patch first, which changes nothing). A watch is one
-  request when it starts and then stays open until its timeout, which no window of minutes sees run out (client-go's
-  default 5–10 min was a request per informer every 7.5 min on average; the operator asks for 30–60 min, the API server's own range): the watches still open at the
-  window's end are read from the log with the timeouts they asked for, and the number of them divided by the
-  shortest timeout is added to the window's rate as the most their renewals can cost. RSS is VmRSS from /proc at the end, split as the kernel reports it into
-  RssAnon (heap, stacks, runtime: the process's own memory) and RssFile (pages of the executable mapped from the
-  file: text, rodata, pclntab, shared with the page cache and reclaimable). The row below it is the same binary
-  started against a server that accepts connections and never answers, read when its first connection arrives:
-  the runtime, the initialisers of the ~1,200 packages it links (Helm's SDK and kube client, fluxcd/pkg/ssa,
-  controller-runtime, client-go's clientset and every k8s.io/api group) and flag parsing, before it has done any work
-  of its own. /proc/pid/pagemap at that moment shows 20 MB of the 29.6 MB of text resident, spread evenly over the
-  k8s.io/api and client-go tree, no package above 1.1 MB: the initialisers touch code of every API group, and the
-  kernel maps file pages 64 KiB around each fault. The Ready row minus that one is what bootstrapping adds.
-  The operator gives most of those pages back once it has made no API request but its Lease's for
-  ` + "`--release-idle-memory-after`" + ` (30 s): it drops its executable's clean read-only mappings from its page tables
-  (MADV_DONTNEED; they stay in the page cache, so what it runs again is a minor fault away) and returns the heap's
-  free pages (debug.FreeOSMemory). The idle row is read after that; the row "when the addons turned Ready" is the
-  same process before it, which is what the operator costs without the release (` + "`--release-idle-memory-after=0`" + `). What it runs at idle (Lease renewals, GC, watch events) is faulted back in over the
-  following minutes: in the demo world (2026-12-06, Flux running the default addons) RSS was 34.5 MiB right after
-  the release, 40 MiB 2 minutes later and stayed at 42 MiB (17.3 + 25.0) from 5 to 15 minutes after Ready.
-  ` + "`-heap-profile`" + ` saves the live heap after a forced GC. This world runs the full bundle: the
-  operator applies Flux, the harness runs its pod from that Deployment, and the window opens only after
-  AddonsReady (metrics-server, snapshot CRDs, prometheus-operator CRDs installed by helm-controller).
+  ServiceAccount over the idle window. A write is a create, update, patch or delete without ` + "`dryRun`" + ` (a server-side
+  apply of fluxcd/pkg/ssa is compared by a dry-run patch first, which changes nothing). A watch is one request when it
+  starts and then stays open until its timeout, which no window of minutes sees run out (client-go's default 5–10 min
+  was a request per informer every 7.5 min on average; the operator asks for 30–60 min, the API server's own range):
+  the watches still open at the window's end are read from the log with the timeouts they asked for, and the number of
+  them divided by the shortest timeout is added to the window's rate as the most their renewals can cost. RSS is VmRSS
+  from /proc at the end, split as the kernel reports it into RssAnon (heap, stacks, runtime: the process's own memory)
+  and RssFile (pages of the executable mapped from the file: text, rodata, pclntab, shared with the page cache and
+  reclaimable). The row below it is the same binary started against a server that accepts connections and never
+  answers, read when its first connection arrives: the runtime, the initialisers of the ~1,200 packages it links
+  (Helm's SDK and kube client, fluxcd/pkg/ssa, controller-runtime, client-go's clientset and every k8s.io/api group)
+  and flag parsing, before it has done any work of its own. /proc/pid/pagemap at that moment shows 20 MB of the 29.6
+  MB of text resident, spread evenly over the k8s.io/api and client-go tree, no package above 1.1 MB: the initialisers
+  touch code of every API group, and the kernel maps file pages 64 KiB around each fault. The Ready row minus that one
+  is what bootstrapping adds. The operator gives most of those pages back once it has made no API request but its
+  Lease's for ` + "`--release-idle-memory-after`" + ` (30 s): it drops its executable's clean read-only mappings from its page
+  tables (MADV_DONTNEED; they stay in the page cache, so what it runs again is a minor fault away) and returns the
+  heap's free pages (debug.FreeOSMemory). The idle row is read after that; the row "when the addons turned Ready" is
+  the same process before it, which is what the operator costs without the release (` + "`--release-idle-memory-after=0`" + `).
+  What it runs at idle (Lease renewals, GC, watch events) is faulted back in over the following minutes: in the demo
+  world (2026-12-06, Flux running the default addons) RSS was 34.5 MiB right after the release, 40 MiB 2 minutes later
+  and stayed at 42 MiB (17.3 + 25.0) from 5 to 15 minutes after Ready. ` + "`-heap-profile`" + ` saves the live heap after a
+  forced GC. This world runs the full bundle: the operator applies Flux, the harness runs its pod from that
+  Deployment, and the window opens only after AddonsReady (metrics-server, snapshot CRDs, prometheus-operator CRDs
+  installed by helm-controller).
 - **Toggle latency**: in the idle world after the window, ` + "`velero`" + ` is enabled with the CLI's code (a server-side
   apply of one field) and the clock stops when a watch on its namespace delivers the HelmRelease's creation; then it
   is disabled and the harness waits until helm-controller has uninstalled it (` + "`-toggles`" + ` rounds).
@@ -228,17 +229,16 @@ func (r *report) markdown() string {
 - **Sizes**: the same four measurements, one run each, in worlds of 1, 10 and 50 fake nodes (` + "`-sizes`" + `): the
   Cilium DaemonSet then has that many pods to roll out before the DAG moves on.
 - **Faults**: each trial is a fresh world with the operator run from its seed; the harness applies the TenantBundle as
-  soon as the process has started (its CRD came with the seed); a supervisor restarts the
-  operator whenever its process exits, as the kubelet would (trying again each second while the API server is down).
-  The fault starts at a moment drawn uniformly from [0, the median bootstrap from the process start) after the
-  TenantBundle is created — or,
+  soon as the process has started (its CRD came with the seed); a supervisor restarts the operator whenever its
+  process exits, as the kubelet would (trying again each second while the API server is down). The fault starts at a
+  moment drawn uniformly from [0, the median bootstrap from the process start) after the TenantBundle is created — or,
   for the registry, before it is — and is held for its duration. A moment at which the TenantBundle is Ready already
-  (a quick bootstrap) injects nothing and is drawn again, up to 3 times; the table counts those draws, and a last
-  draw is injected wherever it lands. Counted: faults that started before Ready, trials that converge within 5 minutes — a reconcile requested (Flux's requestedAt annotation) once
-  the fault is over has been handled, with the TenantBundle Ready at its generation and every node Ready, so a Ready
-  left from before the fault never counts — time from the end of the fault to that, operator
-  exits (an injected kill included), Helm revisions not deployed/superseded at the end, and Helm-managed workloads
-  whose UID changed across the fault (an uninstall and reinstall).
+  (a quick bootstrap) injects nothing and is drawn again, up to 3 times; the table counts those draws, and a last draw
+  is injected wherever it lands. Counted: faults that started before Ready, trials that converge within 5 minutes — a
+  reconcile requested (Flux's requestedAt annotation) once the fault is over has been handled, with the TenantBundle
+  Ready at its generation and every node Ready, so a Ready left from before the fault never counts — time from the end
+  of the fault to that, operator exits (an injected kill included), Helm revisions not deployed/superseded at the end,
+  and Helm-managed workloads whose UID changed across the fault (an uninstall and reinstall).
 `)
 	return b.String()
 }
