@@ -167,6 +167,28 @@ func ConditionPatch(obj client.Object, gvk schema.GroupVersionKind, c metav1.Con
 	return u, nil
 }
 
+// StoredCondition is the condition of type typ in the object the API
+// server answered a status patch with (u, after the patch): as stored, with
+// its times to the second, which is how the cache will return it.
+func StoredCondition(u *unstructured.Unstructured, typ string) (*metav1.Condition, error) {
+	conds, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
+	if err != nil {
+		return nil, err
+	}
+	for _, raw := range conds {
+		m, ok := raw.(map[string]any)
+		if !ok || m["type"] != typ {
+			continue
+		}
+		c := &metav1.Condition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, c); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("the API server's answer has no %s condition", typ)
+}
+
 // waitPoll is how often a staged apply (the seed's, on the management side)
 // re-reads what it waits for, and how often a new resource's watch is
 // probed (see waitServed): one is ready within tens of milliseconds, and

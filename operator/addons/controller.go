@@ -11,13 +11,14 @@ import (
 	"io/fs"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/tenant-operator/internal/apply"
 	"github.com/cozystack/tenant-operator/internal/outcome"
+	"github.com/cozystack/tenant-operator/internal/statuswrite"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
@@ -38,6 +39,9 @@ type Reconciler struct {
 
 	flux          fluxState
 	addonsApplied memo
+	// written is the AddonsReady this process last wrote, per
+	// TenantBundle (see statuswrite).
+	written statuswrite.Memo[*metav1.Condition]
 }
 
 // Reconcile applies Flux and the addon Packages and reports AddonsReady.
@@ -46,6 +50,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &tenantv1.TenantBundle{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.DeletionTimestamp.IsZero() || obj.Spec.Suspend {
@@ -63,10 +70,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	after := conditions.Get(obj, tenantv1.AddonsReadyCondition)
-	if after != nil && (before == nil || !equality.Semantic.DeepEqual(*before, *after)) {
-		if perr := r.writeCondition(ctx, obj, after); perr != nil {
-			err = errors.Join(err, perr)
+	if after != nil && !r.written.Unchanged(req.NamespacedName, obj.UID, before, after) {
+		stored, perr := r.writeCondition(ctx, obj, after)
+		if perr == nil {
+			r.written.Wrote(req.NamespacedName, obj.UID, stored)
 		}
+		err = errors.Join(err, perr)
 	}
 	if _, isTerminal := outcome.Classify(err); isTerminal {
 		return ctrl.Result{}, nil // reported; a spec change brings the next attempt
@@ -76,11 +85,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // writeCondition applies AddonsReady alone with server-side apply: the
 // conditions list is a map keyed by type, so this manager owns exactly this
-// entry and the TenantBundle controller's writes leave it alone.
-func (r *Reconciler) writeCondition(ctx context.Context, obj *tenantv1.TenantBundle, c *metav1.Condition) error {
+// entry and the TenantBundle controller's writes leave it alone. It returns
+// the condition as stored.
+func (r *Reconciler) writeCondition(ctx context.Context, obj *tenantv1.TenantBundle, c *metav1.Condition) (*metav1.Condition, error) {
 	u, err := apply.ConditionPatch(obj, tenantv1.GroupVersion.WithKind("TenantBundle"), *c)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return r.Status().Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership)
+	if err := r.Status().Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	return apply.StoredCondition(u, c.Type)
 }

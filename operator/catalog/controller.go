@@ -16,7 +16,6 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/cozystack/tenant-operator/internal/apply"
 	"github.com/cozystack/tenant-operator/internal/outcome"
+	"github.com/cozystack/tenant-operator/internal/statuswrite"
 	"github.com/cozystack/tenant-operator/operator/addons"
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
@@ -42,6 +42,10 @@ type Reconciler struct {
 	client.Client
 	// Apply applies as FieldOwner.
 	Apply *apply.Engine
+
+	// written is the CatalogReady this process last wrote, per
+	// TenantBundle (see statuswrite).
+	written statuswrite.Memo[*metav1.Condition]
 }
 
 // SetupWithManager watches TenantBundles and the PackageSources they own,
@@ -60,6 +64,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	tb := &tenantv1.TenantBundle{}
 	if err := r.Get(ctx, req.NamespacedName, tb); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !tb.DeletionTimestamp.IsZero() || tb.Spec.Suspend {
@@ -74,10 +81,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		conditions.MarkTrue(tb, tenantv1.CatalogReadyCondition, tenantv1.ReasonSucceeded, "%d catalog source(s) registered", len(tb.Spec.Catalog.Sources))
 	}
 	after := conditions.Get(tb, tenantv1.CatalogReadyCondition)
-	if before == nil || !equality.Semantic.DeepEqual(*before, *after) {
-		u, perr := apply.ConditionPatch(tb, tenantv1.GroupVersion.WithKind("TenantBundle"), *after)
+	if !r.written.Unchanged(req.NamespacedName, tb.UID, before, after) {
+		stored, perr := r.writeCondition(ctx, tb, after)
 		if perr == nil {
-			perr = r.Status().Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership)
+			r.written.Wrote(req.NamespacedName, tb.UID, stored)
 		}
 		err = errors.Join(err, perr)
 	}
@@ -85,6 +92,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // reported; a spec change brings the next attempt
 	}
 	return ctrl.Result{}, err
+}
+
+// writeCondition applies CatalogReady alone with server-side apply as
+// FieldOwner, which owns exactly that entry of the conditions map, and
+// returns it as stored.
+func (r *Reconciler) writeCondition(ctx context.Context, tb *tenantv1.TenantBundle, c *metav1.Condition) (*metav1.Condition, error) {
+	u, err := apply.ConditionPatch(tb, tenantv1.GroupVersion.WithKind("TenantBundle"), *c)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Status().Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	return apply.StoredCondition(u, c.Type)
 }
 
 func (r *Reconciler) register(ctx context.Context, tb *tenantv1.TenantBundle) error {

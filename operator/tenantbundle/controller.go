@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,6 +25,7 @@ import (
 	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/outcome"
 	"github.com/cozystack/tenant-operator/internal/source"
+	"github.com/cozystack/tenant-operator/internal/statuswrite"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
 )
@@ -50,6 +51,9 @@ type Reconciler struct {
 
 	charts chartCache
 	pace   *pacer
+	// written is the status this process last wrote, per TenantBundle (see
+	// statuswrite).
+	written statuswrite.Memo[tenantv1.TenantBundleStatus]
 	// informers tells the event handlers whether the TenantBundle cache
 	// has synced (see allBundles).
 	informers cache.Informers
@@ -66,6 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pace.forget(req.NamespacedName)
+			r.written.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -176,10 +181,10 @@ func (r *Reconciler) report(ctx context.Context, before, obj *tenantv1.TenantBun
 	if _, isTerminal := outcome.Classify(retErr); retErr == nil || isTerminal {
 		obj.Status.ObservedGeneration = obj.Generation
 	}
-	if equality.Semantic.DeepEqual(before.Status, obj.Status) {
+	key := client.ObjectKeyFromObject(obj)
+	if r.written.Unchanged(key, obj.UID, ownStatus(before.Status), ownStatus(obj.Status)) {
 		return ctrl.Result{}, retErr // nothing new to say: no write
 	}
-	key := client.ObjectKeyFromObject(obj)
 	if retErr == nil && routine(before.Status, obj.Status) {
 		if r.workloadEvents.Load() != events {
 			// A workload event came in meanwhile and queued the next
@@ -191,27 +196,44 @@ func (r *Reconciler) report(ctx context.Context, before, obj *tenantv1.TenantBun
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if err := r.writeStatus(ctx, obj); err != nil {
+	stored, err := r.writeStatus(ctx, obj.Name, ownStatus(obj.Status))
+	if err != nil {
 		return ctrl.Result{}, errors.Join(retErr, client.IgnoreNotFound(err))
 	}
+	r.written.Wrote(key, obj.UID, ownStatus(stored))
 	r.pace.wrote(key)
 	return ctrl.Result{}, retErr
 }
 
-// writeStatus applies the status with server-side apply as the operator,
-// without AddonsReady and CatalogReady once their controllers wrote them:
-// those controllers own these entries of the conditions map from then on
-// (they force the ownership over), and a stale copy read from the cache
-// must not overwrite them.
-func (r *Reconciler) writeStatus(ctx context.Context, obj *tenantv1.TenantBundle) error {
+// ownStatus is the part of a status this controller writes: all of it but
+// AddonsReady and CatalogReady once their controllers wrote them. Those
+// controllers own these entries of the conditions map from then on (they
+// force the ownership over), and a stale copy read from the cache must not
+// overwrite them.
+func ownStatus(s tenantv1.TenantBundleStatus) tenantv1.TenantBundleStatus {
+	own := *s.DeepCopy()
+	own.Conditions = slices.DeleteFunc(own.Conditions, ownedByTierController)
+	return own
+}
+
+// writeStatus applies status (see ownStatus) with server-side apply as the
+// operator and returns the status as the API server stored it: condition
+// times to the second, which is how the cache will return it.
+func (r *Reconciler) writeStatus(ctx context.Context, name string, status tenantv1.TenantBundleStatus) (tenantv1.TenantBundleStatus, error) {
 	patch := &tenantv1.TenantBundle{}
 	patch.APIVersion, patch.Kind = tenantv1.GroupVersion.String(), "TenantBundle"
-	patch.Name = obj.Name
-	patch.Status = *obj.Status.DeepCopy()
-	patch.Status.Conditions = slices.DeleteFunc(patch.Status.Conditions, ownedByTierController)
+	patch.Name = name
+	patch.Status = *status.DeepCopy()
 	u, err := apply.StatusPatch(patch)
 	if err != nil {
-		return err
+		return tenantv1.TenantBundleStatus{}, err
 	}
-	return r.Status().Patch(ctx, u, client.Apply, client.FieldOwner(apply.FieldOwner), client.ForceOwnership)
+	if err := r.Status().Patch(ctx, u, client.Apply, client.FieldOwner(apply.FieldOwner), client.ForceOwnership); err != nil {
+		return tenantv1.TenantBundleStatus{}, err
+	}
+	stored := &tenantv1.TenantBundle{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, stored); err != nil {
+		return tenantv1.TenantBundleStatus{}, err
+	}
+	return stored.Status, nil
 }
