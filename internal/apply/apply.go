@@ -167,10 +167,24 @@ func ConditionPatch(obj client.Object, gvk schema.GroupVersionKind, c metav1.Con
 	return u, nil
 }
 
-// StoredCondition is the condition of type typ in the object the API
+// ApplyCondition sets one condition of obj's status (see ConditionPatch)
+// with server-side apply as owner, and returns the condition as the API
+// server stored it.
+func ApplyCondition(ctx context.Context, c client.StatusClient, obj client.Object, gvk schema.GroupVersionKind, cond metav1.Condition, owner string) (*metav1.Condition, error) {
+	u, err := ConditionPatch(obj, gvk, cond)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Status().Patch(ctx, u, client.Apply, client.FieldOwner(owner), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	return storedCondition(u, cond.Type)
+}
+
+// storedCondition is the condition of type typ in the object the API
 // server answered a status patch with (u, after the patch): as stored, with
 // its times to the second, which is how the cache will return it.
-func StoredCondition(u *unstructured.Unstructured, typ string) (*metav1.Condition, error) {
+func storedCondition(u *unstructured.Unstructured, typ string) (*metav1.Condition, error) {
 	conds, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
 	if err != nil {
 		return nil, err

@@ -27,7 +27,7 @@ func TestStoredCondition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := StoredCondition(tt.u, "AddonsReady")
+			c, err := storedCondition(tt.u, "AddonsReady")
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}

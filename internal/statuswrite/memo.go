@@ -12,10 +12,12 @@
 package statuswrite
 
 import (
+	"context"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Memo remembers, per object, the status this process last wrote. S is
@@ -54,6 +56,46 @@ func (m *Memo[S]) Wrote(key types.NamespacedName, uid types.UID, s S) {
 		m.last = map[types.NamespacedName]written[S]{}
 	}
 	m.last[key] = written[S]{uid: uid, status: s}
+}
+
+// Last is the status this process last wrote to the object, if it wrote
+// one to this object (uid). A controller that is the only writer of a
+// status takes its merge patch from it: it is what the server holds, even
+// while the cache still shows an older status.
+func (m *Memo[S]) Last(key types.NamespacedName, uid types.UID) (S, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, ok := m.last[key]
+	if !ok || w.uid != uid {
+		var zero S
+		return zero, false
+	}
+	return w.status, true
+}
+
+// MergePatch writes obj's status (status picks it out of an object) with a
+// merge patch, unless nothing changed (see Unchanged), for a controller that
+// is its only writer. The patch is taken from the status last written, when
+// there is one: that is what the server holds even while the cache, and so
+// before, still shows an older one, from which a status going back to it
+// would be no change at all.
+func (m *Memo[S]) MergePatch(ctx context.Context, w client.StatusClient, before, obj client.Object, status func(client.Object) *S, opts ...client.SubResourcePatchOption) error {
+	key, uid := client.ObjectKeyFromObject(obj), obj.GetUID()
+	if m.Unchanged(key, uid, *status(before), *status(obj)) {
+		return nil
+	}
+	base := before
+	if last, ok := m.Last(key, uid); ok {
+		// Only read (marshalled) by the patch, so sharing last is safe.
+		base = before.DeepCopyObject().(client.Object)
+		*status(base) = last
+	}
+	if err := w.Status().Patch(ctx, obj, client.MergeFrom(base), opts...); err != nil {
+		return err
+	}
+	// obj now holds the API server's answer: the status as stored.
+	m.Wrote(key, uid, *status(obj.DeepCopyObject().(client.Object)))
+	return nil
 }
 
 // Forget drops the record of a deleted object.

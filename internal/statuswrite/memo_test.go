@@ -52,4 +52,19 @@ func TestForget(t *testing.T) {
 	}
 }
 
+func TestLast(t *testing.T) {
+	key := types.NamespacedName{Name: "pkg"}
+	var m Memo[string]
+	if _, ok := m.Last(key, "1"); ok {
+		t.Fatal("a status never written is known")
+	}
+	m.Wrote(key, "1", "B")
+	if s, ok := m.Last(key, "1"); !ok || s != "B" {
+		t.Errorf("Last = %q, %v; want B, true", s, ok)
+	}
+	if _, ok := m.Last(key, "2"); ok {
+		t.Error("the status written to an earlier object of that name is taken for the new one's")
+	}
+}
+
 func ptr(s string) *string { return &s }

@@ -88,12 +88,5 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // entry and the TenantBundle controller's writes leave it alone. It returns
 // the condition as stored.
 func (r *Reconciler) writeCondition(ctx context.Context, obj *tenantv1.TenantBundle, c *metav1.Condition) (*metav1.Condition, error) {
-	u, err := apply.ConditionPatch(obj, tenantv1.GroupVersion.WithKind("TenantBundle"), *c)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.Status().Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return nil, err
-	}
-	return apply.StoredCondition(u, c.Type)
+	return apply.ApplyCondition(ctx, r.Client, obj, tenantv1.GroupVersion.WithKind("TenantBundle"), *c, FieldOwner)
 }

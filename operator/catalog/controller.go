@@ -98,14 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // FieldOwner, which owns exactly that entry of the conditions map, and
 // returns it as stored.
 func (r *Reconciler) writeCondition(ctx context.Context, tb *tenantv1.TenantBundle, c *metav1.Condition) (*metav1.Condition, error) {
-	u, err := apply.ConditionPatch(tb, tenantv1.GroupVersion.WithKind("TenantBundle"), *c)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.Status().Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return nil, err
-	}
-	return apply.StoredCondition(u, c.Type)
+	return apply.ApplyCondition(ctx, r.Client, tb, tenantv1.GroupVersion.WithKind("TenantBundle"), *c, FieldOwner)
 }
 
 func (r *Reconciler) register(ctx context.Context, tb *tenantv1.TenantBundle) error {

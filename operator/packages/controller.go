@@ -12,7 +12,7 @@ import (
 	"fmt"
 
 	"github.com/fluxcd/pkg/apis/meta"
-	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -21,6 +21,7 @@ import (
 	"github.com/cozystack/tenant-operator/internal/artifacts"
 	"github.com/cozystack/tenant-operator/internal/outcome"
 	"github.com/cozystack/tenant-operator/internal/source"
+	"github.com/cozystack/tenant-operator/internal/statuswrite"
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 )
 
@@ -45,6 +46,9 @@ type Reconciler struct {
 
 	charts   chartCache
 	findings findingsCache
+	// written is the status this process last wrote, per Package (see
+	// statuswrite).
+	written statuswrite.Memo[cozyv1.PackageStatus]
 }
 
 // Reconcile writes the Package's chart artifacts and HelmReleases and
@@ -56,6 +60,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	pkg := &cozyv1.Package{}
 	if err := r.Get(ctx, req.NamespacedName, pkg); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !pkg.DeletionTimestamp.IsZero() {
@@ -73,16 +80,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if _, isTerminal := outcome.Classify(retErr); retErr == nil || isTerminal {
 			pkg.Status.ObservedGeneration = pkg.Generation
 		}
-		if equality.Semantic.DeepEqual(before.Status, pkg.Status) {
-			return
-		}
-		if err := r.Status().Patch(ctx, pkg, client.MergeFrom(before), client.FieldOwner(apply.FieldOwner)); err != nil {
+		if err := r.writeStatus(ctx, before, pkg); err != nil {
 			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
 		}
 	}()
 	health, retErr = r.reconcile(ctx, pkg)
 	return ctrl.Result{}, retErr
 }
+
+// writeStatus writes pkg's status unless nothing changed (see statuswrite):
+// this controller is the only writer of Package status.
+func (r *Reconciler) writeStatus(ctx context.Context, before, pkg *cozyv1.Package) error {
+	return r.written.MergePatch(ctx, r.Client, before, pkg, packageStatus, client.FieldOwner(apply.FieldOwner))
+}
+
+func packageStatus(o client.Object) *cozyv1.PackageStatus { return &o.(*cozyv1.Package).Status }
 
 func (r *Reconciler) reconcile(ctx context.Context, pkg *cozyv1.Package) (health, error) {
 	ps, variant, err := r.variant(ctx, pkg)

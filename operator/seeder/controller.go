@@ -21,6 +21,7 @@ import (
 
 	"github.com/cozystack/tenant-operator/internal/outcome"
 	"github.com/cozystack/tenant-operator/internal/seed"
+	"github.com/cozystack/tenant-operator/internal/statuswrite"
 	seederv1 "github.com/cozystack/tenant-operator/operator/apis/seeder/v1alpha1"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
@@ -53,6 +54,10 @@ type Reconciler struct {
 	// Placement installs the variants' management-placed components; nil
 	// leaves them to someone else.
 	Placement *Placement
+
+	// written is the status this process last wrote, per TenantSeed (see
+	// statuswrite).
+	written statuswrite.Memo[seederv1.TenantSeedStatus]
 }
 
 // Reconcile seeds the tenant when its control plane is ready and mirrors its
@@ -61,6 +66,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	ts := &seederv1.TenantSeed{}
 	if err := r.Get(ctx, req.NamespacedName, ts); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ts.DeletionTimestamp.IsZero() || ts.Spec.Suspend {
@@ -72,10 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if _, isTerminal := outcome.Classify(retErr); retErr == nil || isTerminal {
 			ts.Status.ObservedGeneration = ts.Generation
 		}
-		if equality.Semantic.DeepEqual(before.Status, ts.Status) {
-			return
-		}
-		if err := r.Status().Patch(ctx, ts, client.MergeFrom(before)); err != nil {
+		if err := r.writeStatus(ctx, before, ts); err != nil {
 			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
 		}
 	}()
@@ -104,6 +109,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	return ctrl.Result{RequeueAfter: r.StatusInterval}, nil
 }
+
+// writeStatus writes ts's status unless nothing changed (see statuswrite):
+// this controller is the only writer of TenantSeed status.
+func (r *Reconciler) writeStatus(ctx context.Context, before, ts *seederv1.TenantSeed) error {
+	return r.written.MergePatch(ctx, r.Client, before, ts, seedStatus)
+}
+
+func seedStatus(o client.Object) *seederv1.TenantSeedStatus { return &o.(*seederv1.TenantSeed).Status }
 
 // resyncEvery re-applies the seed even when nothing changed on the
 // management side, restoring a seeded object someone deleted in the tenant.
