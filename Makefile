@@ -17,6 +17,10 @@ all: build
 world-bins: ## Build etcd, kube-*, kwok, Flux controllers and the registry into bin/ (only what is missing or re-pinned).
 	hack/build-world.sh
 
+.PHONY: upstream
+upstream: ## Unpack the real upstream trees (Cozystack's packages, OpenStack charts) into bin/upstream/ (UPSTREAM_DIR, UPSTREAM_CLONE=1: see hack/upstream.sh).
+	hack/upstream.sh
+
 .PHONY: build
 # Static binaries: with cgo, kustomize's plugin loader (pulled in by Helm's
 # kube client) makes the linker export every symbol and link dynamically,
@@ -37,7 +41,7 @@ generate: ## Regenerate deepcopy code and CRDs from operator/apis; copy the pinn
 ##@ Run
 
 .PHONY: demo
-demo: world-bins build ## Bootstrap a simulated tenant cluster end to end and leave it up (Ctrl-C stops it).
+demo: world-bins upstream build ## Bootstrap a simulated tenant cluster end to end and leave it up (Ctrl-C stops it).
 	$(GO) run ./e2e/cmd/demo $(DEMO_ARGS)
 
 .PHONY: world
@@ -55,11 +59,11 @@ vet:
 	$(GO) vet ./... ./e2e/testdata/charts/...
 
 .PHONY: unit
-unit: ## Unit tests (pure logic).
+unit: upstream ## Unit tests (pure logic; the chart tests read the real trees).
 	$(GO) test $$($(GO) list ./... | grep -v /e2e/) ./e2e/packages/... ./e2e/world/... ./e2e/testdata/charts/...
 
 .PHONY: e2e
-e2e: world-bins build ## e2e suites, one at a time (each starts its own worlds).
+e2e: world-bins upstream build ## e2e suites, one at a time (each starts its own worlds).
 	$(GO) test -p 1 -timeout $(E2E_TIMEOUT) ./e2e/smoke/... ./e2e/bootstrap/... ./e2e/variants/... ./e2e/addons/... ./e2e/seeding/... ./e2e/catalog/... -ginkgo.v
 
 .PHONY: test
@@ -72,10 +76,10 @@ help:
 ##@ Benchmarks
 
 .PHONY: bench
-bench: world-bins build ## Measure bootstrap vs the critical-path limit vs the Flux-only chain (3, 1, 10, 50 nodes), idle footprint, toggle latency and fault trials; writes BENCHMARKS.md.
+bench: world-bins upstream build ## Measure bootstrap vs the critical-path limit vs the Flux-only chain (3, 1, 10, 50 nodes), idle footprint, toggle latency and fault trials; writes BENCHMARKS.md.
 	$(GO) run ./bench $(BENCH_ARGS)
 
 .PHONY: bench-ci
-bench-ci: world-bins build ## The reduced bench CI runs: one run, one size, a few fault trials; fails only when a trial does not converge cleanly.
+bench-ci: world-bins upstream build ## The reduced bench CI runs: one run, one size, a few fault trials; fails only when a trial does not converge cleanly.
 	$(GO) run ./bench -runs 1 -sizes "" -idle 30s -toggles 5 -dependency-rounds 2 -kill-trials 2 -fault-trials 1 -strict -out $(BIN)/BENCHMARKS-ci.md
 	cat $(BIN)/BENCHMARKS-ci.md

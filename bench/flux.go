@@ -10,6 +10,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,10 +57,21 @@ func measureFluxChain(ctx context.Context, nodes int) (fluxResult, error) {
 	if err := sourcev1.AddToScheme(c.Scheme()); err != nil {
 		return fluxResult{}, err
 	}
+	tree, err := packages.CozystackDir()
+	if err != nil {
+		return fluxResult{}, err
+	}
+	chartNames := map[string]string{}
 	for _, comp := range comps {
-		if _, err := packages.PushChart(ctx, w.RegistryHost, "charts", filepath.Join(packages.TestdataDir(), comp.Chart.Path)); err != nil {
+		dir := filepath.Join(tree, comp.Chart.Path)
+		if _, err := packages.PushChart(ctx, w.RegistryHost, "charts", dir); err != nil {
 			return fluxResult{}, err
 		}
+		ch, err := loader.LoadDir(dir)
+		if err != nil {
+			return fluxResult{}, err
+		}
+		chartNames[comp.Name] = ch.Name()
 	}
 	ns := world.FluxNamespace
 	repo := &sourcev1.HelmRepository{
@@ -88,7 +100,7 @@ func measureFluxChain(ctx context.Context, nodes int) (fluxResult, error) {
 		return fluxResult{}, err
 	}
 	for _, comp := range comps {
-		if err := c.Create(ctx, helmRelease(comp, facts, ns)); err != nil {
+		if err := c.Create(ctx, helmRelease(comp, chartNames[comp.Name], facts, ns)); err != nil {
 			return fluxResult{}, err
 		}
 	}
@@ -110,7 +122,7 @@ func measureFluxChain(ctx context.Context, nodes int) (fluxResult, error) {
 	return res, nil
 }
 
-func helmRelease(comp bundle.Component, facts bundle.Facts, ns string) *helmv2.HelmRelease {
+func helmRelease(comp bundle.Component, chart string, facts bundle.Facts, ns string) *helmv2.HelmRelease {
 	raw, _ := json.Marshal(bundle.Values(comp, facts, nil))
 	hr := &helmv2.HelmRelease{
 		ObjectMeta: metav1.ObjectMeta{Name: comp.Name, Namespace: ns},
@@ -120,7 +132,7 @@ func helmRelease(comp bundle.Component, facts bundle.Facts, ns string) *helmv2.H
 			TargetNamespace:  comp.Release.Namespace,
 			StorageNamespace: comp.Release.Namespace,
 			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
-				Chart: filepath.Base(comp.Chart.Path), Version: "*",
+				Chart: chart, Version: "*",
 				SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"},
 			}},
 			Install: &helmv2.Install{CreateNamespace: true,

@@ -256,8 +256,12 @@ func measureCriticalPath(ctx context.Context, nodes int) (limitRun, error) {
 	checker := &readiness.Checker{Reader: c}
 	res := limitRun{steps: map[string]time.Duration{}}
 	finish := map[string]time.Duration{}
+	tree, err := packages.CozystackDir()
+	if err != nil {
+		return limitRun{}, err
+	}
 	for _, comp := range comps {
-		ch, err := helm.BuildFromTree(helm.TreeChart{Tree: os.DirFS(packages.TestdataDir()), Path: comp.Chart.Path,
+		ch, err := helm.BuildFromTree(helm.TreeChart{Tree: os.DirFS(tree), Path: comp.Chart.Path,
 			Libraries: comp.Chart.Libraries, ValuesFiles: comp.Chart.ValuesFiles})
 		if err != nil {
 			return limitRun{}, err

@@ -18,14 +18,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cozystack/tenant-operator/internal/apply"
-	"github.com/cozystack/tenant-operator/internal/bundle"
-	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/scheme"
-	"github.com/cozystack/tenant-operator/internal/source"
 	"github.com/cozystack/tenant-operator/manifests"
 	seederv1 "github.com/cozystack/tenant-operator/operator/apis/seeder/v1alpha1"
 	"github.com/cozystack/tenant-operator/operator/seeder"
-	"github.com/cozystack/tenant-operator/variants"
 )
 
 func main() {
@@ -75,20 +71,11 @@ func run(ctx context.Context, metricsAddr, leaderNS, cacheDir string, leaderElec
 	if err != nil {
 		return err
 	}
-	helmClient, err := helm.New(cfg)
-	if err != nil {
-		return err
-	}
-	loaded, err := bundle.LoadVariants(variants.FS)
-	if err != nil {
-		return err
-	}
 	if err := (&seeder.Reconciler{
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
 		Tenants:        &seeder.TenantClients{Scheme: s},
 		StatusInterval: statusInterval,
-		Placement:      &seeder.Placement{Helm: helmClient, Puller: &source.Puller{CacheDir: cacheDir, Log: ctrl.Log.WithName("source")}, Variants: loaded},
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

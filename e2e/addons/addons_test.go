@@ -9,9 +9,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,7 +59,7 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 
 	It("installs the always-on addons after the network tier, each Package Ready only when its HelmRelease is", func(ctx SpecContext) {
 		Eventually(addonsReady(ctx, t)).WithContext(ctx).Should(Succeed())
-		for _, name := range []string{"vsnap-crd", "prometheus-operator-crds", "metrics-server"} {
+		for _, name := range []string{"prometheus-operator-crds", "metrics-server"} {
 			pkg := &cozyv1.Package{}
 			Expect(t.Client.Get(ctx, client.ObjectKey{Name: "addon." + name}, pkg)).To(Succeed())
 			Expect(conditions.IsReady(pkg)).To(BeTrue(), "%s: %v", name, conditions.Get(pkg, meta.ReadyCondition))
@@ -67,6 +69,23 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 			Expect(apimeta.IsStatusConditionTrue(hrs.Items[0].Status.Conditions, meta.ReadyCondition)).To(BeTrue())
 			Expect(hrs.Items[0].Spec.ChartRef.Kind).To(Equal("ExternalArtifact"))
 		}
+		By("metrics-server's aggregated API wired to its own Service and container port")
+		api := &unstructured.Unstructured{}
+		api.SetAPIVersion("apiregistration.k8s.io/v1")
+		api.SetKind("APIService")
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "v1beta1.metrics.k8s.io"}, api)).To(Succeed())
+		Expect(api.Object["spec"]).To(And(
+			HaveKeyWithValue("group", "metrics.k8s.io"),
+			HaveKeyWithValue("service", And(HaveKeyWithValue("name", "metrics-server"), HaveKeyWithValue("namespace", "cozy-monitoring"))),
+		))
+		var svc corev1.Service
+		Expect(t.Client.Get(ctx, client.ObjectKey{Namespace: "cozy-monitoring", Name: "metrics-server"}, &svc)).To(Succeed())
+		Expect(svc.Spec.Ports).To(HaveLen(1))
+		var msDeploy appsv1.Deployment
+		Expect(t.Client.Get(ctx, client.ObjectKey{Namespace: "cozy-monitoring", Name: "metrics-server"}, &msDeploy)).To(Succeed())
+		Expect(msDeploy.Spec.Template.Spec.Containers[0].Ports).To(ContainElement(And(
+			HaveField("Name", svc.Spec.Ports[0].TargetPort.StrVal), HaveField("ContainerPort", BeEquivalentTo(4443)))))
+
 		By("metrics-server (an aggregated API) was installed only after Cilium was Ready, and after its CRD dependency")
 		cilium := timeline.MustFirst("DaemonSet", "cozy-cilium", "cilium", "Ready")
 		crds := timeline.MustFirst("Release", "cozy-victoria-metrics-operator", "prometheus-operator-crds v1", "deployed")
@@ -181,7 +200,7 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 	})
 
 	It("refuses values the chart's schema rejects, and reports a failing chart with Flux's reason, the rest unaffected", func(ctx SpecContext) {
-		out, err := t.CLI(ctx, cliBin, "addons", "set", "velero", `{"velero":{"replicas":"many"}}`)
+		out, err := t.CLI(ctx, cliBin, "addons", "set", "velero", `{"velero":{"terminationGracePeriodSeconds":"forever"}}`)
 		Expect(err).NotTo(HaveOccurred(), out)
 		out, err = t.CLI(ctx, cliBin, "addons", "enable", "velero")
 		Expect(err).To(HaveOccurred())
@@ -198,7 +217,7 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 		Expect(apierrors.IsNotFound(t.Client.Get(ctx, client.ObjectKey{Namespace: "cozy-velero", Name: "velero"}, &helmv2.HelmRelease{}))).To(BeTrue())
 
 		By("a value the schema allows but the API server refuses fails the install in Flux")
-		out, err = t.CLI(ctx, cliBin, "addons", "set", "velero", `{"velero":{"replicas":-1}}`)
+		out, err = t.CLI(ctx, cliBin, "addons", "set", "velero", `{"velero":{"podLabels":{"not a label key":"x"}}}`)
 		Expect(err).NotTo(HaveOccurred(), out)
 		Eventually(func(g Gomega) {
 			pkg := &cozyv1.Package{}
@@ -212,7 +231,7 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 			g.Expect(addons.Message).To(ContainSubstring("velero: InstallFailed"))
 		}).WithContext(ctx).Should(Succeed())
 		framework.ExpectReady(ctx, t)
-		for _, name := range []string{"vsnap-crd", "prometheus-operator-crds", "metrics-server", "cert-manager-crds"} {
+		for _, name := range []string{"prometheus-operator-crds", "metrics-server", "cert-manager-crds"} {
 			pkg := &cozyv1.Package{}
 			Expect(t.Client.Get(ctx, client.ObjectKey{Name: "addon." + name}, pkg)).To(Succeed())
 			Expect(conditions.IsReady(pkg)).To(BeTrue(), name)

@@ -61,17 +61,17 @@ var _ = Describe("Bootstrap of a fresh tenant cluster", Ordered, func() {
 		Expect(conditions.Has(b, tenantv1.StalledCondition)).To(BeFalse())
 		Expect(conditions.Has(b, tenantv1.ReconcilingCondition)).To(BeFalse())
 		Expect(b.Status.ArtifactDigest).To(HavePrefix("sha256:"))
-		names := []string{}
+		tiers := map[string]string{}
 		for _, c := range b.Status.Components {
-			names = append(names, c.Name)
+			tiers[c.Name] = c.Tier
 			Expect(c.Ready).To(BeTrue(), "component %s: %s", c.Name, c.Message)
 			Expect(c.Revision).To(Equal(1))
-			Expect(c.Tier).To(Equal("network"))
 		}
-		// Cilium replaces kube-proxy in this bundle, so kube-proxy is absent.
-		Expect(names).To(Equal([]string{"cilium", "coredns"}))
+		// Cozystack's Cilium replaces kube-proxy, so there is no kube-proxy;
+		// the snapshot CRDs are always installed, for the CSI drivers.
+		Expect(tiers).To(Equal(map[string]string{"cilium": "network", "coredns": "network", "vsnap-crd": "cloud"}))
 
-		By("the values carry the cluster facts under the real charts' keys")
+		By("the values reaching Cozystack's real charts: the Cilium agent's API endpoint, kube-proxy replacement, routing mode and MTU")
 		var ds appsv1.DaemonSet
 		Expect(t.Client.Get(ctx, types.NamespacedName{Namespace: "cozy-cilium", Name: "cilium"}, &ds)).To(Succeed())
 		env := map[string]string{}
@@ -80,9 +80,18 @@ var _ = Describe("Bootstrap of a fresh tenant cluster", Ordered, func() {
 		}
 		Expect(env).To(HaveKeyWithValue("KUBERNETES_SERVICE_HOST", t.World.APIHost))
 		Expect(env).To(HaveKeyWithValue("KUBERNETES_SERVICE_PORT", fmt.Sprint(t.World.APIPort)))
+		var ciliumConfig corev1.ConfigMap
+		Expect(t.Client.Get(ctx, types.NamespacedName{Namespace: "cozy-cilium", Name: "cilium-config"}, &ciliumConfig)).To(Succeed())
+		Expect(ciliumConfig.Data).To(And(
+			HaveKeyWithValue("kube-proxy-replacement", "true"),
+			HaveKeyWithValue("routing-mode", "tunnel"),
+			HaveKeyWithValue("mtu", "1350"),
+			HaveKeyWithValue("enable-ipv4-masquerade", "true"),
+		))
+		By("the kube-dns Service on the DNS IP derived from the service CIDR")
 		var svc corev1.Service
 		Expect(t.Client.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: "kube-dns"}, &svc)).To(Succeed())
-		Expect(svc.Spec.ClusterIP).To(Equal("10.95.0.10"), "derived from the service CIDR")
+		Expect(svc.Spec.ClusterIP).To(Equal("10.95.0.10"))
 		var nodes corev1.NodeList
 		Expect(t.Client.List(ctx, &nodes)).To(Succeed())
 		for _, n := range nodes.Items {
@@ -244,7 +253,7 @@ var _ = Describe("Bootstrap of a fresh tenant cluster", Ordered, func() {
 			b.Spec.Components = map[string]tenantv1.ComponentOverride{"nope": {Values: jsonValues(`{}`)}}
 		}, tenantv1.ReasonUnknownComponent, true, "spec.components.nope"),
 		Entry("values the chart's schema rejects", func(b *tenantv1.TenantBundle) {
-			b.Spec.Components = map[string]tenantv1.ComponentOverride{"cilium": {Values: jsonValues(`{"cilium":{"k8sServicePort":"not-a-port"}}`)}}
+			b.Spec.Components = map[string]tenantv1.ComponentOverride{"cilium": {Values: jsonValues(`{"cilium":{"MTU":"not-a-number"}}`)}}
 		}, tenantv1.ReasonValuesRejected, true, "spec.components.cilium.values"),
 		Entry("a tag that is not in the registry", func(b *tenantv1.TenantBundle) {
 			b.Spec.Packages.Tag = "v9.9.9"

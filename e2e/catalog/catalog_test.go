@@ -37,7 +37,7 @@ var _ = Describe("The cozy-in-cozy catalog", Ordered, func() {
 			CNIPodSelector: framework.CNISelector})
 		Expect(err).NotTo(HaveOccurred())
 		framework.DeferCleanupWorld(w)
-		url, _, err := framework.PushPackages(ctx, w)
+		url, _, err := framework.PushPackagesWithTestApps(ctx, w)
 		Expect(err).NotTo(HaveOccurred())
 		t, err = framework.StartTenant(ctx, w, operatorBin, framework.SeedConfig(w))
 		Expect(err).NotTo(HaveOccurred())

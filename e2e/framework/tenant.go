@@ -33,7 +33,8 @@ import (
 // pods: the label the Cilium chart puts on its agent.
 var CNISelector = map[string]string{"k8s-app": "cilium"}
 
-// PackagesRepo and PackagesTag name the stand-in packages artifact.
+// PackagesRepo and PackagesTag name the packages artifact in the world's
+// registry.
 const (
 	PackagesRepo = "cozystack/packages"
 	PackagesTag  = "v1.0.0"
@@ -68,10 +69,27 @@ func Build(dir, name string) (string, error) {
 	return out, nil
 }
 
-// PushPackages pushes the stand-in packages tree to the world's registry and
-// returns its oci:// URL and manifest digest.
+// PushPackages pushes Cozystack's real packages tree (packages.CozystackDir)
+// to the world's registry as Cozystack publishes it, and returns its oci://
+// URL and manifest digest.
 func PushPackages(ctx context.Context, w *world.World) (url, digest string, err error) {
-	digest, err = packages.PushArtifact(ctx, w.RegistryHost, PackagesRepo, PackagesTag, packages.TestdataDir())
+	dir, err := packages.CozystackDir()
+	if err != nil {
+		return "", "", err
+	}
+	digest, err = packages.PushFluxArtifact(ctx, w.RegistryHost, PackagesRepo, PackagesTag, dir)
+	return "oci://" + w.RegistryHost + "/" + PackagesRepo, digest, err
+}
+
+// PushPackagesWithTestApps is PushPackages with our catalog test apps
+// (e2e/testdata/packages/apps, which Cozystack does not ship) added to the
+// tree, as a platform that publishes apps of its own would.
+func PushPackagesWithTestApps(ctx context.Context, w *world.World) (url, digest string, err error) {
+	dir, err := packages.CozystackDir()
+	if err != nil {
+		return "", "", err
+	}
+	digest, err = packages.PushFluxArtifact(ctx, w.RegistryHost, PackagesRepo, PackagesTag, dir, packages.TestdataDir())
 	return "oci://" + w.RegistryHost + "/" + PackagesRepo, digest, err
 }
 
@@ -254,6 +272,34 @@ func PushCharts(ctx context.Context, w *world.World, names ...string) (string, e
 	}
 	for _, n := range names {
 		if _, err := packages.PushChart(ctx, w.RegistryHost, "charts", filepath.Join(root, "e2e", "testdata", "charts", n)); err != nil {
+			return "", err
+		}
+	}
+	return "oci://" + w.RegistryHost + "/charts", nil
+}
+
+// PushOpenStackCharts pushes cloud-provider-openstack's real charts
+// (openstack-cloud-controller-manager and openstack-cinder-csi, from
+// packages.OpenStackChartsDir) to the world's registry under charts/, the
+// CCM with its Bitnami common dependency vendored as `helm dependency
+// build` vendors it, and returns the oci:// URL to mirror their repository
+// onto.
+func PushOpenStackCharts(ctx context.Context, w *world.World) (string, error) {
+	charts, err := packages.OpenStackChartsDir()
+	if err != nil {
+		return "", err
+	}
+	common, err := packages.BitnamiCommonDir()
+	if err != nil {
+		return "", err
+	}
+	occm, err := packages.WithDependencies(filepath.Join(charts, "openstack-cloud-controller-manager"), common)
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(filepath.Dir(occm))
+	for _, dir := range []string{occm, filepath.Join(charts, "cinder-csi-plugin")} {
+		if _, err := packages.PushChart(ctx, w.RegistryHost, "charts", dir); err != nil {
 			return "", err
 		}
 	}

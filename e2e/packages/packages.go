@@ -50,62 +50,91 @@ const (
 var epoch = time.Unix(0, 0).UTC()
 
 // Pack writes a tar.gz of dir (paths relative to dir, deterministic: sorted
-// entries, zero mtimes/uid) and returns its bytes.
+// entries, zero mtimes/uid) and returns its bytes. A symbolic link is an
+// error: in our own trees it would be a mistake.
 func Pack(dir string) ([]byte, error) {
-	gz, _, err := pack(dir)
+	gz, _, err := pack(root{dir: dir})
 	return gz, err
 }
 
-// pack also returns the digest of the uncompressed tar, which the OCI image
-// config calls the layer's diff ID.
-func pack(dir string) ([]byte, digest.Digest, error) {
-	root, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, "", err
-	}
-	if fi, err := os.Stat(root); err != nil {
-		return nil, "", err
-	} else if !fi.IsDir() {
-		return nil, "", fmt.Errorf("%s is not a directory", root)
-	}
+// PackAsFlux is Pack as `flux push artifact` packs a tree (fluxcd/pkg's
+// tar.Tar): anything that is neither a regular file nor a directory, such as
+// the charts/cozy-lib links of Cozystack's tree, is left out.
+func PackAsFlux(dir string) ([]byte, error) {
+	gz, _, err := pack(root{dir: dir, skipLinks: true})
+	return gz, err
+}
 
+// root is a directory to pack; skipLinks leaves out symbolic links as
+// `flux push artifact` does, where our own trees refuse them.
+type root struct {
+	dir       string
+	skipLinks bool
+}
+
+// pack also returns the digest of the uncompressed tar, which the OCI image
+// config calls the layer's diff ID. Several roots are laid over each other;
+// a file in two of them is an error.
+func pack(roots ...root) ([]byte, digest.Digest, error) {
 	type entry struct {
 		name string // tar name: slash-separated, relative to root, dirs end in /
 		path string
 		info fs.FileInfo
 	}
 	var entries []entry
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	seen := map[string]bool{}
+	for _, r := range roots {
+		top, err := filepath.Abs(r.dir)
 		if err != nil {
-			return err
+			return nil, "", err
 		}
-		if p == root {
+		if fi, err := os.Stat(top); err != nil {
+			return nil, "", err
+		} else if !fi.IsDir() {
+			return nil, "", fmt.Errorf("%s is not a directory", top)
+		}
+		err = filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if p == top {
+				return nil
+			}
+			if !d.IsDir() && !d.Type().IsRegular() {
+				if r.skipLinks {
+					return nil
+				}
+				// Dropping a symlink would silently change what the chart
+				// builder sees; refuse instead.
+				return fmt.Errorf("%s: only regular files and directories can be packed", p)
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(top, p)
+			if err != nil {
+				return err
+			}
+			name := filepath.ToSlash(rel)
+			if d.IsDir() {
+				// Sorting on the tar name, slash included, keeps every
+				// directory right before its own children.
+				name += "/"
+			}
+			switch {
+			case seen[name] && d.IsDir():
+				return nil
+			case seen[name]:
+				return fmt.Errorf("%s: %s is in more than one of the trees packed", p, name)
+			}
+			seen[name] = true
+			entries = append(entries, entry{name: name, path: p, info: info})
 			return nil
-		}
-		if !d.IsDir() && !d.Type().IsRegular() {
-			// Dropping a symlink would silently change what the chart
-			// builder sees; refuse instead.
-			return fmt.Errorf("%s: only regular files and directories can be packed", p)
-		}
-		info, err := d.Info()
+		})
 		if err != nil {
-			return err
+			return nil, "", err
 		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		name := filepath.ToSlash(rel)
-		if d.IsDir() {
-			// Sorting on the tar name, slash included, keeps every
-			// directory right before its own children.
-			name += "/"
-		}
-		entries = append(entries, entry{name: name, path: p, info: info})
-		return nil
-	})
-	if err != nil {
-		return nil, "", err
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
 
@@ -170,9 +199,25 @@ func copyFile(w io.Writer, path string, size int64) error {
 // "<tag>@<layer digest>", so pushing the same tree under the same tag always
 // yields the same manifest digest.
 func PushArtifact(ctx context.Context, registryHost, repo, tag, dir string) (string, error) {
-	layer, diffID, err := pack(dir)
+	return pushArtifact(ctx, registryHost, repo, tag, root{dir: dir})
+}
+
+// PushFluxArtifact is PushArtifact of a tree packed as `flux push artifact`
+// packs it (PackAsFlux): how Cozystack publishes its packages tree. Each of
+// extra (our own trees, symbolic links refused) is laid over it, adding
+// files the tree does not have.
+func PushFluxArtifact(ctx context.Context, registryHost, repo, tag, dir string, extra ...string) (string, error) {
+	roots := []root{{dir: dir, skipLinks: true}}
+	for _, e := range extra {
+		roots = append(roots, root{dir: e})
+	}
+	return pushArtifact(ctx, registryHost, repo, tag, roots...)
+}
+
+func pushArtifact(ctx context.Context, registryHost, repo, tag string, roots ...root) (string, error) {
+	layer, diffID, err := pack(roots...)
 	if err != nil {
-		return "", fmt.Errorf("packing %s: %w", dir, err)
+		return "", fmt.Errorf("packing %v: %w", roots, err)
 	}
 	target, err := remote.NewRepository(registryHost + "/" + strings.Trim(repo, "/"))
 	if err != nil {
@@ -284,24 +329,33 @@ func PushChart(ctx context.Context, registryHost, repo, chartDir string) (string
 
 // TestdataDir returns the absolute path of e2e/testdata/packages.
 func TestdataDir() string {
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		dir := filepath.Join(filepath.Dir(file), "..", "testdata", "packages")
-		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-			return dir
-		}
-	}
-	// Built with -trimpath the source path is not absolute: find the module
-	// root from the working directory instead.
-	wd, err := os.Getwd()
+	root, err := moduleRoot()
 	if err != nil {
 		panic(err)
 	}
+	return filepath.Join(root, "e2e", "testdata", "packages")
+}
+
+// moduleRoot is the directory of this module's go.mod: from this file's
+// path when it is known, else (built with -trimpath) from the working
+// directory upwards.
+func moduleRoot() (string, error) {
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		dir := filepath.Join(filepath.Dir(file), "..", "..")
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Clean(dir), nil
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
 	for dir := wd; ; dir = filepath.Dir(dir) {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "e2e", "testdata", "packages")
+			return dir, nil
 		}
 		if filepath.Dir(dir) == dir {
-			panic("packages: no go.mod above " + wd)
+			return "", fmt.Errorf("packages: no go.mod above %s", wd)
 		}
 	}
 }

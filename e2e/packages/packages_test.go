@@ -112,12 +112,48 @@ func TestPackTestdata(t *testing.T) {
 	for _, e := range untar(t, gz) {
 		names = append(names, e.name)
 	}
-	g.Expect(names).To(ContainElements(
-		"system/cilium/Chart.yaml",
-		"system/cilium/charts/cilium/values.schema.json",
-		"library/cozy-lib/Chart.yaml",
-	))
-	g.Expect(names).NotTo(ContainElement(HavePrefix("system/metrics-server/charts/cozy-lib")))
+	g.Expect(names).To(ContainElements("apps/echo/Chart.yaml", "apps/ingress/Chart.yaml"))
+	g.Expect(names).NotTo(ContainElement(HavePrefix("system/")), "stand-ins only for what Cozystack does not ship")
+}
+
+// Cozystack's tree has symbolic links (apps/*/charts/cozy-lib); `flux push
+// artifact` leaves them out, and so must the test world's artifact.
+func TestPackAsFluxLeavesLinksOut(t *testing.T) {
+	g := NewWithT(t)
+	dir, err := CozystackDir()
+	g.Expect(err).NotTo(HaveOccurred())
+	link, err := os.Lstat(filepath.Join(dir, "apps", "kubernetes", "charts", "cozy-lib"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(link.Mode() & os.ModeSymlink).NotTo(BeZero())
+	gz, err := PackAsFlux(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, e := range untar(t, gz) {
+		names = append(names, e.name)
+	}
+	g.Expect(names).To(ContainElements("system/cilium/Chart.yaml", "library/cozy-lib/Chart.yaml", "apps/kubernetes/Chart.yaml"))
+	g.Expect(names).NotTo(ContainElement(HavePrefix("apps/kubernetes/charts/cozy-lib")))
+}
+
+// A tree laid over another adds files; it may not replace one.
+func TestOverlayRefusesToReplaceAFile(t *testing.T) {
+	g := NewWithT(t)
+	base, over := t.TempDir(), t.TempDir()
+	for _, d := range []string{base, over} {
+		g.Expect(os.MkdirAll(filepath.Join(d, "apps", "x"), 0o755)).To(Succeed())
+	}
+	g.Expect(os.WriteFile(filepath.Join(base, "apps", "x", "a"), []byte("a"), 0o644)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(over, "apps", "x", "b"), []byte("b"), 0o644)).To(Succeed())
+	gz, _, err := pack(root{dir: base}, root{dir: over})
+	g.Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, e := range untar(t, gz) {
+		names = append(names, e.name)
+	}
+	g.Expect(names).To(Equal([]string{"apps/", "apps/x/", "apps/x/a", "apps/x/b"}))
+	g.Expect(os.WriteFile(filepath.Join(over, "apps", "x", "a"), []byte("other"), 0o644)).To(Succeed())
+	_, _, err = pack(root{dir: base}, root{dir: over})
+	g.Expect(err).To(MatchError(ContainSubstring("more than one of the trees")))
 }
 
 // startRegistry serves go-containerregistry's in-memory OCI registry on
@@ -193,23 +229,35 @@ func TestPushChart(t *testing.T) {
 	ctx := context.Background()
 	host := startRegistry(t)
 
-	dgst, err := PushChart(ctx, host, "charts", filepath.Join(TestdataDir(), "system", "coredns"))
+	tree, err := CozystackDir()
+	g.Expect(err).NotTo(HaveOccurred())
+	dgst, err := PushChart(ctx, host, "charts", filepath.Join(tree, "system", "coredns"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(dgst).To(HavePrefix("sha256:"))
 
 	client, err := helmregistry.NewClient(helmregistry.ClientOptPlainHTTP(),
 		helmregistry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "registry.json")))
 	g.Expect(err).NotTo(HaveOccurred())
-	res, err := client.Pull(host + "/charts/coredns:0.1.0")
+	res, err := client.Pull(host + "/charts/cozy-coredns:0.0.0")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Manifest.Digest).To(Equal(dgst))
 	ch, err := loader.LoadArchive(bytes.NewReader(res.Chart.Data))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(ch.Name()).To(Equal("coredns"))
+	g.Expect(ch.Name()).To(Equal("cozy-coredns"))
 	g.Expect(ch.Dependencies()).To(HaveLen(1), "the vendored subchart travels with the chart")
 
-	// Until the builder vendors cozy-lib, the chart is incomplete and must
-	// not be published.
-	_, err = PushChart(ctx, host, "charts", filepath.Join(TestdataDir(), "system", "metrics-server"))
-	g.Expect(err).To(MatchError(ContainSubstring("cozy-lib")))
+	// The OpenStack CCM chart lists Bitnami's common from a repository: it
+	// is incomplete until vendored, as `helm dependency build` does.
+	charts, err := OpenStackChartsDir()
+	g.Expect(err).NotTo(HaveOccurred())
+	occm := filepath.Join(charts, "openstack-cloud-controller-manager")
+	_, err = PushChart(ctx, host, "charts", occm)
+	g.Expect(err).To(MatchError(ContainSubstring("common")))
+	common, err := BitnamiCommonDir()
+	g.Expect(err).NotTo(HaveOccurred())
+	vendored, err := WithDependencies(occm, common)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(vendored)) })
+	_, err = PushChart(ctx, host, "charts", vendored)
+	g.Expect(err).NotTo(HaveOccurred())
 }

@@ -33,10 +33,12 @@ var _ = Describe("Migrating a tenant the management side provisioned", Ordered, 
 		dsUID     string
 		crdUID    string
 		vsnapCRD  = "volumesnapshots.snapshot.storage.k8s.io"
-		managedBy = func(ctx context.Context, c *helm.Client, ns, name string) {
-			ch, err := helm.BuildFromTree(helm.TreeChart{Tree: os.DirFS(packages.TestdataDir()), Path: "system/" + name})
+		managedBy = func(ctx context.Context, c *helm.Client, ns, name string, values map[string]any) {
+			dir, err := packages.CozystackDir()
 			Expect(err).NotTo(HaveOccurred())
-			_, err = c.Install(ctx, helm.Request{Namespace: ns, Name: name, Chart: ch, Values: map[string]any{}})
+			ch, err := helm.BuildFromTree(helm.TreeChart{Tree: os.DirFS(dir), Path: "system/" + name})
+			Expect(err).NotTo(HaveOccurred())
+			_, err = c.Install(ctx, helm.Request{Namespace: ns, Name: name, Chart: ch, Values: values})
 			Expect(err).NotTo(HaveOccurred())
 		}
 	)
@@ -51,8 +53,11 @@ var _ = Describe("Migrating a tenant the management side provisioned", Ordered, 
 		By("the management side installing Cilium and the snapshot CRDs the old way")
 		hc, err := helm.New(w.Config)
 		Expect(err).NotTo(HaveOccurred())
-		managedBy(ctx, hc, "cozy-cilium", "cilium")
-		managedBy(ctx, hc, "cozy-vsnap-crd", "vsnap-crd")
+		// Cilium with the values apps/kubernetes passes (defaultCiliumValues).
+		managedBy(ctx, hc, "cozy-cilium", "cilium", map[string]any{"cilium": map[string]any{
+			"k8sServiceHost": w.APIHost, "k8sServicePort": w.APIPort, "routingMode": "tunnel", "MTU": 1350,
+			"enableIPv4Masquerade": true, "ipv4NativeRoutingCIDR": ""}})
+		managedBy(ctx, hc, "cozy-vsnap-crd", "vsnap-crd", map[string]any{})
 		c, err := framework.Client(w)
 		Expect(err).NotTo(HaveOccurred())
 		ds := &appsv1.DaemonSet{}

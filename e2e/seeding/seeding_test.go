@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/ginkgo/v2"
@@ -47,8 +48,9 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		mgmt, err = world.Start(ctx, world.Options{Name: "mgmt", Nodes: []world.NodeSpec{{Name: "mgmt-1"}}})
 		Expect(err).NotTo(HaveOccurred())
 		framework.DeferCleanupWorld(mgmt)
-		// KubeVirt workers: their CCM runs in the management world, and the
-		// tenant's cloud simulator follows its pod there.
+		// KubeVirt workers: their CCM is the platform's (apps/kubernetes
+		// renders <cluster>-kccm next to the control plane), and the tenant's
+		// cloud simulator follows its pod there.
 		var workers []world.NodeSpec
 		for _, n := range []string{"worker-1", "worker-2", "worker-3"} {
 			workers = append(workers, world.NodeSpec{Name: n, Uninitialized: true, Labels: map[string]string{bundle.BackendLabel: "kubevirt"}})
@@ -58,7 +60,7 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		framework.DeferCleanupWorld(tw)
 		simCtx, stopSim := context.WithCancel(context.Background())
 		DeferCleanup(stopSim)
-		Expect(tw.StartCloudSimulator(simCtx, mgmt, ns, map[string]string{"app": "kubevirt-ccm"},
+		Expect(tw.StartCloudSimulator(simCtx, mgmt, ns, map[string]string{"k8s-app": "foo-kccm"},
 			func(n *corev1.Node) string { return "kubevirt://" + n.Name })).To(Succeed())
 		s := scheme.New()
 		Expect(seederv1.AddToScheme(s)).To(Succeed())
@@ -133,16 +135,23 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		By("the operator running from the seeded Deployment (as the kubelet would)")
 		operator, err = tw.RunWorkload(ctx, d, world.RunOptions{Binaries: map[string]string{seed.DefaultImage: operatorBin}})
 		Expect(err).NotTo(HaveOccurred())
-		By("the seeder placing the KubeVirt CCM and CSI controller next to the control plane, pointed at the tenant")
+		By("the tenant waiting for the platform's CCM, which the seeder does not install")
 		Eventually(func(g Gomega) {
-			c := seedCondition(ctx, mc, seeder.ManagementPlacedCondition)(g)
-			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+			c := framework.Condition(ctx, t, tenantv1.CloudReadyCondition)(g)
+			g.Expect(c.Message).To(ContainSubstring("providerID on nodes"))
+			g.Expect(c.Message).To(ContainSubstring("kubevirt-ccm, run by the platform"))
 		}).WithContext(ctx).Should(Succeed())
-		for _, name := range []string{"foo-kccm", "foo-kcsi-controller"} {
-			d := &appsv1.Deployment{}
-			Expect(mc.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
-			Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", "foo-admin-kubeconfig")))
-		}
+		Consistently(func(g Gomega) {
+			var ds appsv1.DeploymentList
+			g.Expect(mc.List(ctx, &ds, client.InNamespace(ns))).To(Succeed())
+			g.Expect(ds.Items).To(BeEmpty(), "something besides the platform placed a workload next to the control plane")
+			var releases corev1.SecretList
+			g.Expect(mc.List(ctx, &releases, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"})).To(Succeed())
+			g.Expect(releases.Items).To(BeEmpty(), "the seeder installed a Helm release on the management side")
+		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
+
+		By("the platform's apps/kubernetes chart running the KubeVirt CCM (<cluster>-kccm) next to the control plane")
+		Expect(mc.Create(ctx, platformCCM(ns, "foo"))).To(Succeed())
 		framework.ExpectReady(ctx, t)
 		b, err := t.Bundle(ctx, seed.BundleName)
 		Expect(err).NotTo(HaveOccurred())
@@ -262,10 +271,6 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 		tcp.SetName("foo")
 		Expect(mc.Delete(ctx, tcp)).To(Succeed())
 		Eventually(seedCondition(ctx, mc, seeder.SeededCondition)).WithContext(ctx).Should(HaveField("Reason", seeder.ReasonControlPlaneNotFound))
-		By("the management-placed components going with the control plane")
-		Eventually(func() bool {
-			return apierrors.IsNotFound(mc.Get(ctx, client.ObjectKey{Namespace: ns, Name: "foo-kccm"}, &appsv1.Deployment{}))
-		}).WithContext(ctx).Should(BeTrue())
 		ts := getSeed(ctx, mc)
 		Expect(ts.Finalizers).To(BeEmpty())
 		Expect(mc.Delete(ctx, ts)).To(Succeed())
@@ -277,6 +282,29 @@ var _ = Describe("Seeding a tenant from the management side", Ordered, func() {
 })
 
 var seederCmd *exec.Cmd
+
+// platformCCM is the KubeVirt CCM as Cozystack's apps/kubernetes chart
+// renders it beside the control plane (templates/kccm/manager.yaml): the
+// Deployment <cluster>-kccm, labelled k8s-app: <cluster>-kccm, mounting the
+// tenant's admin kubeconfig.
+func platformCCM(ns, cluster string) *appsv1.Deployment {
+	labels := map[string]string{"k8s-app": cluster + "-kccm"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cluster + "-kccm", Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "kubevirt-cloud-controller-manager", Image: "kubevirt-cloud-controller-manager",
+						VolumeMounts: []corev1.VolumeMount{{Name: "kubeconfig", MountPath: "/etc/kubernetes/kubeconfig", ReadOnly: true}}}},
+					Volumes: []corev1.Volume{{Name: "kubeconfig", VolumeSource: corev1.VolumeSource{
+						Secret: &corev1.SecretVolumeSource{SecretName: cluster + "-admin-kubeconfig"}}}},
+				},
+			},
+		},
+	}
+}
 
 // startSeeder runs cmd/tenant-seeder against the management world until
 // the suite ends; its log is kept with the world's logs.

@@ -25,12 +25,13 @@ var _ = Describe("A KubeVirt tenant", Ordered, func() {
 	)
 
 	BeforeAll(func(ctx SpecContext) {
-		// The KubeVirt CCM runs next to the control plane, in the management
-		// cluster: the cloud simulator of the tenant follows a pod there.
+		// The KubeVirt CCM is the platform's: apps/kubernetes runs it next to
+		// the control plane as <cluster>-kccm, and the cloud simulator of the
+		// tenant follows its pod there.
 		mgmt = startWorld(ctx, world.Options{Name: "kv-mgmt", Nodes: []world.NodeSpec{{Name: "mgmt-1"}}})
 		w = startWorld(ctx, world.Options{Name: "kubevirt", CNIPodSelector: framework.CNISelector,
 			Nodes: nodes("kubevirt", true, "kv-1", "kv-2", "kv-3")})
-		Expect(w.StartCloudSimulator(background(), mgmt, "tenant-demo", map[string]string{"app": "kubevirt-ccm"},
+		Expect(w.StartCloudSimulator(background(), mgmt, "tenant-demo", map[string]string{"k8s-app": "demo-kccm"},
 			func(n *corev1.Node) string { return "kubevirt://" + n.Name })).To(Succeed())
 		url, _, err := framework.PushPackages(ctx, w)
 		Expect(err).NotTo(HaveOccurred())
@@ -44,20 +45,20 @@ var _ = Describe("A KubeVirt tenant", Ordered, func() {
 		Expect(t.ApplyBundle(ctx, bundle)).To(Succeed())
 	})
 
-	It("detects the variant from the nodes and says what it waits for on the management side", func(ctx SpecContext) {
+	It("detects the variant from the nodes and says what it waits for from the platform", func(ctx SpecContext) {
 		Eventually(condition(ctx, t, tenantv1.VariantResolvedCondition)).WithContext(ctx).Should(And(
 			ready(metav1.ConditionTrue), HaveField("Message", ContainSubstring("kubevirt"))))
 		Eventually(condition(ctx, t, tenantv1.CloudReadyCondition)).WithContext(ctx).Should(And(
 			ready(metav1.ConditionFalse),
-			HaveField("Message", ContainSubstring("providerID on nodes kv-1, kv-2, kv-3"))))
+			HaveField("Message", ContainSubstring("providerID on nodes kv-1, kv-2, kv-3 (from kubevirt-ccm, run by the platform)"))))
 		b, err := t.Bundle(ctx, "tenant")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(b.Status.Variant).To(Equal("kubevirt"))
 	})
 
-	It("becomes Ready once the management-side CCM initialises the nodes", func(ctx SpecContext) {
+	It("becomes Ready once the platform's CCM initialises the nodes", func(ctx SpecContext) {
 		ccm := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "kubevirt-ccm", Namespace: "tenant-demo", Labels: map[string]string{"app": "kubevirt-ccm"}},
+			ObjectMeta: metav1.ObjectMeta{Name: "demo-kccm", Namespace: "tenant-demo", Labels: map[string]string{"k8s-app": "demo-kccm"}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "ccm", Image: "kubevirt-ccm"}}},
 		}
 		mc, err := framework.Client(mgmt)
@@ -82,7 +83,7 @@ var _ = Describe("A KubeVirt tenant", Ordered, func() {
 	})
 
 	It("installs nothing placed on the management side and no infrastructure credential", func(ctx SpecContext) {
-		Expect(releases(ctx, t)).To(ConsistOf("cozy-cilium/cilium", "kube-system/coredns", "cozy-csi/csi"))
+		Expect(releases(ctx, t)).To(ConsistOf("cozy-cilium/cilium", "kube-system/coredns", "cozy-vsnap-crd/vsnap-crd", "cozy-csi/csi"))
 		var deps appsv1.DeploymentList
 		Expect(t.Client.List(ctx, &deps)).To(Succeed())
 		for _, d := range deps.Items {
@@ -122,15 +123,31 @@ var _ = Describe("A KubeVirt tenant", Ordered, func() {
 		expectReady(ctx, t)
 	})
 
-	It("renders an upgrade against the APIs the cluster serves now, not those of the first install", func(ctx SpecContext) {
-		// The CSI chart adds its VolumeSnapshotClass only where the snapshot
-		// API is served, which it was not at the install.
+	It("installs the snapshot CRDs before the CSI node plugin, whose VolumeSnapshotClass needs them, whatever the addon choices", func(ctx SpecContext) {
+		// system/kubevirt-csi-node renders its VolumeSnapshotClass without
+		// a capabilities guard: installed before the CRDs, it fails with
+		// "no matches for kind VolumeSnapshotClass".
 		class := &unstructured.Unstructured{}
 		class.SetAPIVersion("snapshot.storage.k8s.io/v1")
 		class.SetKind("VolumeSnapshotClass")
-		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "kubevirt-csi-snapclass"}, class)).To(
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "kubevirt-snapshots"}, class)).To(Succeed())
+		Expect(class.Object).To(HaveKeyWithValue("driver", "csi.kubevirt.io"))
+		history, err := framework.ReleaseHistory(ctx, t.Client)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(history).To(ContainElement(framework.Revision{Release: "cozy-csi/csi", Version: 1, Status: "deployed"}))
+		Expect(history).NotTo(ContainElement(HaveField("Status", "failed")), "a release needed more than one attempt: %v", history)
+	})
+
+	It("renders an upgrade against the APIs the cluster serves now, not those of the first install", func(ctx SpecContext) {
+		// Cilium's chart adds its GatewayClass only where the Gateway API is
+		// served (gatewayAPI.gatewayClass.create: auto), which it was not at
+		// the install.
+		class := &unstructured.Unstructured{}
+		class.SetAPIVersion("gateway.networking.k8s.io/v1")
+		class.SetKind("GatewayClass")
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "cilium"}, class)).To(
 			MatchError(ContainSubstring("no matches for kind")))
-		crd := snapshotClassCRD()
+		crd := gatewayClassCRD()
 		Expect(t.Client.Create(ctx, crd)).To(Succeed())
 		Eventually(func(g Gomega) []apiextensionsv1.CustomResourceDefinitionCondition {
 			g.Expect(t.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
@@ -138,30 +155,32 @@ var _ = Describe("A KubeVirt tenant", Ordered, func() {
 		}).WithContext(ctx).Should(ContainElement(And(
 			HaveField("Type", apiextensionsv1.Established), HaveField("Status", apiextensionsv1.ConditionTrue))))
 
-		By("a new StorageClass upgrades the CSI release")
-		withFast := bundle.DeepCopy()
-		withFast.Spec.Cloud.StorageClasses["fast"] = tenantv1.StorageClass{InfraStorageClass: "nvme"}
-		Expect(t.ApplyBundle(ctx, withFast)).To(Succeed())
+		By("a new StorageClass upgrades the CSI release, and a Cilium override upgrades Cilium")
+		changed := bundle.DeepCopy()
+		changed.Spec.Cloud.StorageClasses["fast"] = tenantv1.StorageClass{InfraStorageClass: "nvme"}
+		changed.Spec.Components = map[string]tenantv1.ComponentOverride{"cilium": {Values: &apiextensionsv1.JSON{
+			Raw: []byte(`{"cilium":{"operator":{"rollOutPods":false}}}`)}}}
+		Expect(t.ApplyBundle(ctx, changed)).To(Succeed())
 		expectReady(ctx, t)
 		var fast storagev1.StorageClass
 		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "fast"}, &fast)).To(Succeed())
-		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "kubevirt-csi-snapclass"}, class)).To(Succeed())
-		Expect(class.Object).To(HaveKeyWithValue("driver", "csi.kubevirt.io"))
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "cilium"}, class)).To(Succeed())
+		Expect(class.Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("controllerName", "io.cilium/gateway-controller")))
 	})
 })
 
-// snapshotClassCRD is the VolumeSnapshotClass CRD as far as serving the
-// kind needs.
-func snapshotClassCRD() *apiextensionsv1.CustomResourceDefinition {
+// gatewayClassCRD is the GatewayClass CRD as far as serving the kind needs
+// (the gateway-api-crds addon installs the whole set).
+func gatewayClassCRD() *apiextensionsv1.CustomResourceDefinition {
 	preserve := true
 	return &apiextensionsv1.CustomResourceDefinition{
 		// *.k8s.io groups are served only with an API review's approval.
-		ObjectMeta: metav1.ObjectMeta{Name: "volumesnapshotclasses.snapshot.storage.k8s.io",
-			Annotations: map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes-csi/external-snapshotter/pull/814"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "gatewayclasses.gateway.networking.k8s.io",
+			Annotations: map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/2466"}},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "snapshot.storage.k8s.io",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "volumesnapshotclasses", Singular: "volumesnapshotclass",
-				Kind: "VolumeSnapshotClass", ListKind: "VolumeSnapshotClassList"},
+			Group: "gateway.networking.k8s.io",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gatewayclasses", Singular: "gatewayclass",
+				Kind: "GatewayClass", ListKind: "GatewayClassList"},
 			Scope: apiextensionsv1.ClusterScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{

@@ -31,7 +31,7 @@ var _ = Describe("A cluster with nodes of two backends", func() {
 		// The network tier still comes up; no component of either variant does.
 		Eventually(condition(ctx, t, tenantv1.NetworkReadyCondition)).WithContext(ctx).Should(ready(metav1.ConditionTrue))
 		Consistently(func() []string { return releases(ctx, t) }).WithContext(ctx).
-			Should(ConsistOf("cozy-cilium/cilium", "kube-system/coredns"))
+			Should(ConsistOf("cozy-cilium/cilium", "kube-system/coredns", "cozy-vsnap-crd/vsnap-crd"))
 	})
 })
 

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -32,7 +33,7 @@ var _ = Describe("An OpenStack tenant", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		w = startWorld(ctx, world.Options{Name: "openstack", CNIPodSelector: framework.CNISelector,
 			Nodes: nodes("openstack", true, "os-1", "os-2", "os-3")})
-		Expect(w.StartCloudSimulator(background(), w, "kube-system", map[string]string{"k8s-app": "openstack-cloud-controller-manager"},
+		Expect(w.StartCloudSimulator(background(), w, "kube-system", map[string]string{"app": "openstack-cloud-controller-manager"},
 			func(*corev1.Node) string { return "openstack:///" + string(uuid.NewUUID()) })).To(Succeed())
 		recCtx, cancel := context.WithCancel(context.Background())
 		DeferCleanup(cancel)
@@ -41,7 +42,7 @@ var _ = Describe("An OpenStack tenant", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		url, _, err := framework.PushPackages(ctx, w)
 		Expect(err).NotTo(HaveOccurred())
-		mirror, err := framework.PushCharts(ctx, w, "openstack-cloud-controller-manager", "openstack-cinder-csi")
+		mirror, err := framework.PushOpenStackCharts(ctx, w)
 		Expect(err).NotTo(HaveOccurred())
 		t = startTenant(ctx, w)
 
@@ -61,8 +62,23 @@ var _ = Describe("An OpenStack tenant", Ordered, func() {
 
 	It("becomes Ready with the CCM first, the taint lifted by it, and Cinder CSI after the CNI", func(ctx SpecContext) {
 		expectReady(ctx, t)
-		Expect(releases(ctx, t)).To(ConsistOf("cozy-cilium/cilium", "kube-system/coredns",
+		Expect(releases(ctx, t)).To(ConsistOf("cozy-cilium/cilium", "kube-system/coredns", "cozy-vsnap-crd/vsnap-crd",
 			"kube-system/openstack-ccm", "kube-system/cinder-csi"))
+
+		By("cloud-provider-openstack's newest release, 2.36, for Kubernetes 1.37, which has none of its own yet, and the status says so")
+		b, err := t.Bundle(ctx, "tenant")
+		Expect(err).NotTo(HaveOccurred())
+		for _, name := range []string{"openstack-cloud-controller-manager", "openstack-cinder-csi"} {
+			Expect(b.Status.Components).To(ContainElement(And(
+				HaveField("Name", name), HaveField("Version", "2.36.0"),
+				HaveField("Message", ContainSubstring("matches 2.37.x yet: using 2.36.0")))), name)
+		}
+		By("the CCM on the workers, although the chart pins it to control-plane nodes, which a hosted control plane does not have")
+		var ccm appsv1.DaemonSet
+		Expect(t.Client.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "openstack-cloud-controller-manager"}, &ccm)).To(Succeed())
+		Expect(ccm.Spec.Template.Spec.NodeSelector).To(BeEmpty())
+		Expect(ccm.Status.DesiredNumberScheduled).To(BeEquivalentTo(3))
+		Expect(ccm.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("VolumeSource.Secret.SecretName", "cloud-config")))
 
 		ciliumReady, ok := timeline.First(func(e framework.Event) bool { return e.Kind == "DaemonSet" && e.Name == "cilium" })
 		Expect(ok).To(BeTrue())
@@ -75,7 +91,7 @@ var _ = Describe("An OpenStack tenant", Ordered, func() {
 		Expect(ok).To(BeTrue())
 		Expect(cinderRelease.RV).To(BeNumerically(">", ciliumReady.RV), "Cinder CSI starts after the CNI:\n%s", timeline)
 		ccmPod, ok := timeline.First(func(e framework.Event) bool {
-			return e.Kind == "Pod" && e.Labels["k8s-app"] == "openstack-cloud-controller-manager"
+			return e.Kind == "Pod" && e.Labels["app"] == "openstack-cloud-controller-manager"
 		})
 		Expect(ok).To(BeTrue())
 		for _, e := range timeline.Events() {

@@ -20,13 +20,6 @@ const (
 	TierAddons  = "addons"
 )
 
-// Placements: who installs a component, decided by whose credentials it
-// holds.
-const (
-	PlacementTenant     = "tenant"
-	PlacementManagement = "management"
-)
-
 // Definition is a bundle: a DAG of components.
 type Definition struct {
 	Name       string         `json:"name"`
@@ -38,7 +31,6 @@ type Definition struct {
 type Component struct {
 	Name      string   `json:"name"`
 	Tier      string   `json:"tier"`
-	Placement string   `json:"placement,omitempty"`
 	DependsOn []string `json:"dependsOn,omitempty"`
 	// If and Unless name boolean facts that switch the component on or off.
 	If     string `json:"if,omitempty"`
@@ -62,6 +54,10 @@ type ChartRef struct {
 	Repo    string `json:"repo,omitempty"`
 	Name    string `json:"name,omitempty"`
 	Version string `json:"version,omitempty"`
+	// Fallback is a version constraint used only when nothing matches
+	// Version (a chart that follows the Kubernetes minor but has no release
+	// for the cluster's minor yet); the component's status says so.
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // ReleaseRef names the Helm release.
@@ -98,12 +94,6 @@ func (d *Definition) Validate() error {
 			return fmt.Errorf("component %q is defined twice", c.Name)
 		}
 		byName[c.Name] = c
-		if c.Placement == "" {
-			c.Placement = PlacementTenant
-		}
-		if c.Placement != PlacementTenant && c.Placement != PlacementManagement {
-			return fmt.Errorf("component %q: unknown placement %q", c.Name, c.Placement)
-		}
 		switch c.Tier {
 		case TierNetwork, TierCloud, TierAddons:
 		default:

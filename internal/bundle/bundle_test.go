@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -37,7 +38,6 @@ func TestValidate(t *testing.T) {
 		{"bad tier", []Component{func() Component { c := component("a"); c.Tier = "x"; return c }()}, "unknown tier"},
 		{"two chart sources", []Component{func() Component { c := component("a"); c.Chart.Repo = "oci://r"; return c }()}, "exactly one of path or repo"},
 		{"unknown fact", []Component{func() Component { c := component("a"); c.Facts = map[string]string{"x.y": "nope"}; return c }()}, `unknown fact "nope"`},
-		{"bad placement", []Component{func() Component { c := component("a"); c.Placement = "moon"; return c }()}, "unknown placement"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,6 +132,48 @@ func TestValuesLayering(t *testing.T) {
 	want := map[string]any{"cilium": map[string]any{"MTU": 1400, "routingMode": "tunnel", "k8sServiceHost": "api"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Values() = %v, want %v", got, want)
+	}
+}
+
+func TestNullOmittedDefaults(t *testing.T) {
+	sc := func(infra string, def bool) map[string]any {
+		return map[string]any{"infraStorageClass": infra, "default": def}
+	}
+	chartDefaults := map[string]any{"storageClasses": map[string]any{"replicated": sc("replicated", true), "kubevirt": sc("replicated", false)}}
+	tests := []struct {
+		name     string
+		fact     any
+		override map[string]any
+		want     map[string]any
+	}{
+		{"the fact's map replaces the chart's", map[string]any{"fast": sc("nvme", true)}, nil,
+			map[string]any{"fast": sc("nvme", true), "replicated": nil, "kubevirt": nil}},
+		{"a key both name is kept", map[string]any{"replicated": sc("lvm", true)}, nil,
+			map[string]any{"replicated": sc("lvm", true), "kubevirt": nil}},
+		{"an override's key is kept", map[string]any{"fast": sc("nvme", true)},
+			map[string]any{"storageClasses": map[string]any{"kubevirt": sc("nvme", false)}},
+			map[string]any{"fast": sc("nvme", true), "kubevirt": sc("nvme", false), "replicated": nil}},
+		{"no fact leaves the chart's defaults", nil, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := component("csi")
+			c.Facts = map[string]string{"storageClasses": "storageClasses"}
+			facts := Facts{}
+			if tt.fact != nil {
+				facts["storageClasses"] = tt.fact
+			}
+			before := fmt.Sprint(tt.fact)
+			vals := Values(c, facts, tt.override)
+			NullOmittedDefaults(c, facts, chartDefaults, vals)
+			got, _ := vals["storageClasses"].(map[string]any)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("storageClasses = %v, want %v", got, tt.want)
+			}
+			if fmt.Sprint(tt.fact) != before {
+				t.Fatalf("the fact's own map was changed: %v", tt.fact)
+			}
+		})
 	}
 }
 

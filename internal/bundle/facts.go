@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -113,6 +114,46 @@ func Values(c Component, facts Facts, override map[string]any) map[string]any {
 		setPath(injected, strings.Split(p, "."), facts[name])
 	}
 	return values.Merge(values.Merge(c.Values, injected), override)
+}
+
+// NullOmittedDefaults makes a map-valued fact replace the chart's default
+// map at its path instead of merging into it: Helm merges user values into
+// a chart's defaults key by key and removes a default key only when the
+// user value is null. Without it, kubevirt-csi-node's default StorageClasses
+// (one of them marked default) would be created beside those the
+// TenantBundle names. Keys the override sets are kept. vals is changed in
+// place (the fact's own map is not); chartDefaults are the chart's values.
+func NullOmittedDefaults(c Component, facts Facts, chartDefaults, vals map[string]any) {
+	for p, name := range c.Facts {
+		if _, isMap := facts[name].(map[string]any); !isMap {
+			continue
+		}
+		keys := strings.Split(p, ".")
+		defaults, _ := lookupPath(chartDefaults, keys).(map[string]any)
+		wanted, _ := lookupPath(vals, keys).(map[string]any)
+		if wanted == nil {
+			continue
+		}
+		replaced := maps.Clone(wanted) // wanted may be the fact's own map
+		for k := range defaults {
+			if _, ok := replaced[k]; !ok {
+				replaced[k] = nil
+			}
+		}
+		setPath(vals, keys, replaced)
+	}
+}
+
+func lookupPath(m map[string]any, keys []string) any {
+	var cur any = m
+	for _, k := range keys {
+		next, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = next[k]
+	}
+	return cur
 }
 
 // Expand replaces ${fact} in s (chart versions such as 2.${kubeMinor}.x).

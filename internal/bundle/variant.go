@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,15 +22,40 @@ type Variant struct {
 	Name string `json:"name"`
 	// Detect says how Nodes show this backend.
 	Detect Detect `json:"detect,omitempty"`
-	// WaitFor names effects of management-placed components that the
-	// tenant waits for before the cloud tier counts as Ready.
+	// WaitFor names effects on the nodes that the tenant waits for before
+	// the cloud tier counts as Ready.
 	WaitFor []string `json:"waitFor,omitempty"`
+	// ProvidedByPlatform are the backend's parts that run on the management
+	// side and that nothing here installs; the tenant only waits for their
+	// effects.
+	ProvidedByPlatform []PlatformPart `json:"providedByPlatform,omitempty"`
 	// Credentials, when set, says the variant needs the tenant-owned
 	// credentials Secret, and in which namespace its consumers run (a pod
 	// can only mount a Secret of its own namespace, and the Secret is never
 	// copied).
 	Credentials *Credentials `json:"credentials,omitempty"`
 	Components  []Component  `json:"components,omitempty"`
+}
+
+// PlatformPart is a part of the backend run by the platform.
+type PlatformPart struct {
+	Name string `json:"name"`
+	// Effect is the WaitFor effect this part brings about, if any.
+	Effect string `json:"effect,omitempty"`
+	// Where says where the platform runs it, for people reading the status.
+	Where string `json:"where,omitempty"`
+}
+
+// ProvidedBy names the platform parts that bring effect about ("" when
+// none is listed).
+func (v *Variant) ProvidedBy(effect string) string {
+	var names []string
+	for _, p := range v.ProvidedByPlatform {
+		if p.Effect == effect {
+			names = append(names, p.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // Credentials describes where a variant's credentials Secret must live.
@@ -88,6 +114,11 @@ func LoadVariants(fsyss ...fs.FS) (map[string]*Variant, error) {
 			for _, e := range v.WaitFor {
 				if e != EffectProviderID && e != EffectInitialized {
 					return nil, fmt.Errorf("variant %q: unknown waitFor %q", v.Name, e)
+				}
+			}
+			for _, p := range v.ProvidedByPlatform {
+				if p.Name == "" || p.Effect != "" && !slices.Contains(v.WaitFor, p.Effect) {
+					return nil, fmt.Errorf("variant %q: providedByPlatform %q needs a name and an effect listed in waitFor", v.Name, p.Name)
 				}
 			}
 			out[v.Name] = v

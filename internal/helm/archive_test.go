@@ -31,7 +31,7 @@ func TestArchiveIsReproducibleAndLoadable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ch.Name() != "metrics-server" || len(ch.Dependencies()) != 2 {
+	if ch.Name() != "cozy-metrics-server" || len(ch.Dependencies()) != 2 {
 		t.Fatalf("archive holds %s with %d dependencies", ch.Name(), len(ch.Dependencies()))
 	}
 }
@@ -47,8 +47,8 @@ func TestValidateValues(t *testing.T) {
 		reject bool
 	}{
 		{"defaults", nil, false},
-		{"a value of the right type", map[string]any{"velero": map[string]any{"replicas": 3}}, false},
-		{"a value of the wrong type", map[string]any{"velero": map[string]any{"replicas": "many"}}, true},
+		{"a value of the right type", map[string]any{"velero": map[string]any{"terminationGracePeriodSeconds": 30}}, false},
+		{"a value of the wrong type", map[string]any{"velero": map[string]any{"terminationGracePeriodSeconds": "forever"}}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -39,7 +39,10 @@ type TreeChart struct {
 type Chart struct {
 	Digest  string
 	Version string
-	load    func() (*chart.Chart, error)
+	// Note says why this version was chosen when it is not the obvious
+	// one (a repository chart's fallback version).
+	Note string
+	load func() (*chart.Chart, error)
 }
 
 // Load returns a fresh copy of the chart.

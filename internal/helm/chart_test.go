@@ -2,15 +2,35 @@ package helm
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"testing/fstest"
 )
 
-// The stand-in packages tree has the Cozystack layout: umbrella charts under
-// system/, a library under library/.
-var tree = os.DirFS(filepath.Join("..", "..", "e2e", "testdata", "packages"))
+// tree has the layout of Cozystack's packages tree, as small as the chart
+// builder's logic needs: system/cilium an umbrella chart with the upstream
+// chart vendored under charts/ and a values overlay beside values.yaml (as
+// Cozystack's system/cilium has values-talos.yaml); system/metrics-server a
+// chart listing the cozy-lib library without vendoring it, which the
+// builder vendors from library/cozy-lib when a PackageSource names it;
+// system/velero an umbrella chart whose vendored chart carries a values
+// schema, as Cozystack's does.
+// Charts rendered for real are tested against Cozystack's own tree
+// (e2e/packages).
+var tree = fstest.MapFS{
+	"system/cilium/Chart.yaml":                               {Data: []byte("apiVersion: v2\nname: cozy-cilium\nversion: 0.0.0\n")},
+	"system/cilium/values.yaml":                              {Data: []byte("cilium:\n  kubeProxyReplacement: true\n  k8sServiceHost: \"\"\n")},
+	"system/cilium/values-talos.yaml":                        {Data: []byte("cilium:\n  k8sServiceHost: localhost\n")},
+	"system/cilium/charts/cilium/Chart.yaml":                 {Data: []byte("apiVersion: v2\nname: cilium\nversion: 1.19.5\n")},
+	"system/cilium/charts/cilium/templates/cm.yaml":          {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cilium-config\n")},
+	"system/metrics-server/Chart.yaml":                       {Data: []byte("apiVersion: v2\nname: cozy-metrics-server\nversion: 0.0.0\ndependencies:\n- name: cozy-lib\n  version: 0.1.0\n")},
+	"system/metrics-server/templates/x.yaml":                 {Data: []byte("{{ include \"cozy-lib.x\" . }}\n")},
+	"system/metrics-server/charts/metrics-server/Chart.yaml": {Data: []byte("apiVersion: v2\nname: metrics-server\nversion: 3.12.2\n")},
+	"system/velero/Chart.yaml":                               {Data: []byte("apiVersion: v2\nname: cozy-velero\nversion: 0.0.0\n")},
+	"system/velero/charts/velero/Chart.yaml":                 {Data: []byte("apiVersion: v2\nname: velero\nversion: 11.0.0\n")},
+	"system/velero/charts/velero/values.schema.json":         {Data: []byte(`{"type":"object","properties":{"terminationGracePeriodSeconds":{"type":"number"}}}`)},
+	"library/cozy-lib/Chart.yaml":                            {Data: []byte("apiVersion: v2\nname: cozy-lib\ntype: library\nversion: 0.1.0\n")},
+	"library/cozy-lib/templates/_x.tpl":                      {Data: []byte("{{- define \"cozy-lib.x\" -}}{{- end -}}\n")},
+}
 
 func TestBuildFromTree(t *testing.T) {
 	tests := []struct {

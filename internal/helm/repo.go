@@ -32,6 +32,9 @@ type RepoChart struct {
 	Repo    string // https://… or oci://…
 	Name    string
 	Version string // exact version or a semver constraint such as 2.37.x
+	// Fallback is a second constraint, tried only when no version matches
+	// Version; Chart.Note then says so.
+	Fallback string
 	// Insecure allows plain HTTP.
 	Insecure bool
 }
@@ -45,13 +48,14 @@ func PullRepoChart(ctx context.Context, rc RepoChart) (*Chart, error) {
 	var (
 		archive []byte
 		digest  string
+		note    string
 		err     error
 	)
 	switch {
 	case strings.HasPrefix(rc.Repo, "oci://"):
-		archive, digest, err = pullOCI(ctx, rc)
+		archive, digest, note, err = pullOCI(ctx, rc)
 	case strings.HasPrefix(rc.Repo, "https://"), rc.Insecure && strings.HasPrefix(rc.Repo, "http://"):
-		archive, digest, err = pullHTTP(ctx, rc)
+		archive, digest, note, err = pullHTTP(ctx, rc)
 	default:
 		err = fmt.Errorf("%w: repository %q must be https:// or oci:// (plain http only when insecure)", ErrChartInvalid, rc.Repo)
 	}
@@ -72,69 +76,69 @@ func PullRepoChart(ctx context.Context, rc RepoChart) (*Chart, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Chart{Digest: digest, Version: ch.Metadata.Version, load: load}, nil
+	return &Chart{Digest: digest, Version: ch.Metadata.Version, Note: note, load: load}, nil
 }
 
-func pullOCI(ctx context.Context, rc RepoChart) ([]byte, string, error) {
+func pullOCI(ctx context.Context, rc RepoChart) (archive []byte, digest, note string, err error) {
 	r, err := remote.NewRepository(strings.TrimPrefix(rc.Repo, "oci://") + "/" + rc.Name)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %v", ErrChartInvalid, err)
+		return nil, "", "", fmt.Errorf("%w: %v", ErrChartInvalid, err)
 	}
 	r.PlainHTTP = rc.Insecure
 	var tags []string
 	if err := r.Tags(ctx, "", func(t []string) error { tags = append(tags, t...); return nil }); err != nil {
-		return nil, "", fmt.Errorf("listing versions of %s/%s: %w", rc.Repo, rc.Name, err)
+		return nil, "", "", fmt.Errorf("listing versions of %s/%s: %w", rc.Repo, rc.Name, err)
 	}
 	// OCI tags cannot hold "+", so Helm pushes build metadata with "_".
 	var versions []string
 	for _, t := range tags {
 		versions = append(versions, strings.ReplaceAll(t, "_", "+"))
 	}
-	version, err := bestVersion(rc, versions)
+	version, note, err := bestVersion(rc, versions)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	desc, err := r.Resolve(ctx, strings.ReplaceAll(version, "+", "_"))
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	raw, err := content.FetchAll(ctx, r, desc)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, "", fmt.Errorf("%w: manifest of %s/%s: %v", ErrChartInvalid, rc.Repo, rc.Name, err)
+		return nil, "", "", fmt.Errorf("%w: manifest of %s/%s: %v", ErrChartInvalid, rc.Repo, rc.Name, err)
 	}
 	for _, l := range m.Layers {
 		if l.MediaType == HelmChartLayerMediaType {
 			archive, err := content.FetchAll(ctx, r, l) // verifies the digest
-			return archive, l.Digest.String(), err
+			return archive, l.Digest.String(), note, err
 		}
 	}
-	return nil, "", fmt.Errorf("%w: %s/%s:%s has no chart layer", ErrChartInvalid, rc.Repo, rc.Name, version)
+	return nil, "", "", fmt.Errorf("%w: %s/%s:%s has no chart layer", ErrChartInvalid, rc.Repo, rc.Name, version)
 }
 
-func pullHTTP(ctx context.Context, rc RepoChart) ([]byte, string, error) {
+func pullHTTP(ctx context.Context, rc RepoChart) (archive []byte, digest, note string, err error) {
 	base, err := url.Parse(strings.TrimSuffix(rc.Repo, "/") + "/")
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %v", ErrChartInvalid, err)
+		return nil, "", "", fmt.Errorf("%w: %v", ErrChartInvalid, err)
 	}
 	raw, err := get(ctx, base.ResolveReference(&url.URL{Path: "index.yaml"}).String())
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	idx := &repo.IndexFile{}
 	if err := yaml.Unmarshal(raw, idx); err != nil {
-		return nil, "", fmt.Errorf("%w: index of %s: %v", ErrChartInvalid, rc.Repo, err)
+		return nil, "", "", fmt.Errorf("%w: index of %s: %v", ErrChartInvalid, rc.Repo, err)
 	}
 	var versions []string
 	for _, cv := range idx.Entries[rc.Name] {
 		versions = append(versions, cv.Version)
 	}
-	version, err := bestVersion(rc, versions)
+	version, note, err := bestVersion(rc, versions)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	for _, cv := range idx.Entries[rc.Name] {
 		if cv.Version != version || len(cv.URLs) == 0 {
@@ -142,27 +146,39 @@ func pullHTTP(ctx context.Context, rc RepoChart) ([]byte, string, error) {
 		}
 		u, err := base.Parse(cv.URLs[0])
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: %v", ErrChartInvalid, err)
+			return nil, "", "", fmt.Errorf("%w: %v", ErrChartInvalid, err)
 		}
-		archive, err := get(ctx, u.String())
+		archive, err = get(ctx, u.String())
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		sum := sha256.Sum256(archive)
 		got := hex.EncodeToString(sum[:])
 		if cv.Digest != "" && cv.Digest != got {
-			return nil, "", fmt.Errorf("%w: %s-%s digest %s, index says %s", ErrChartInvalid, rc.Name, version, got, cv.Digest)
+			return nil, "", "", fmt.Errorf("%w: %s-%s digest %s, index says %s", ErrChartInvalid, rc.Name, version, got, cv.Digest)
 		}
-		return archive, "sha256:" + got, nil
+		return archive, "sha256:" + got, note, nil
 	}
-	return nil, "", fmt.Errorf("%w: %s %s in %s", ErrChartNotFound, rc.Name, version, rc.Repo)
+	return nil, "", "", fmt.Errorf("%w: %s %s in %s", ErrChartNotFound, rc.Name, version, rc.Repo)
 }
 
-// bestVersion picks the highest version satisfying the constraint.
-func bestVersion(rc RepoChart, versions []string) (string, error) {
-	constraint, err := semver.NewConstraint(rc.Version)
+// bestVersion picks the highest version satisfying the constraint, or,
+// when none does, the fallback constraint; note then says why.
+func bestVersion(rc RepoChart, versions []string) (version, note string, err error) {
+	version, err = highest(rc, rc.Version, versions)
+	if !errors.Is(err, ErrChartNotFound) || rc.Fallback == "" {
+		return version, "", err
+	}
+	if version, ferr := highest(rc, rc.Fallback, versions); ferr == nil {
+		return version, fmt.Sprintf("no release of %s matches %s yet: using %s, the newest matching %s", rc.Name, rc.Version, version, rc.Fallback), nil
+	}
+	return "", "", err
+}
+
+func highest(rc RepoChart, want string, versions []string) (string, error) {
+	constraint, err := semver.NewConstraint(want)
 	if err != nil {
-		return "", fmt.Errorf("%w: version %q of %s: %v", ErrChartInvalid, rc.Version, rc.Name, err)
+		return "", fmt.Errorf("%w: version %q of %s: %v", ErrChartInvalid, want, rc.Name, err)
 	}
 	var best *semver.Version
 	for _, v := range versions {
@@ -175,7 +191,7 @@ func bestVersion(rc RepoChart, versions []string) (string, error) {
 		}
 	}
 	if best == nil {
-		return "", fmt.Errorf("%w: no version of %s in %s matches %s (have %v)", ErrChartNotFound, rc.Name, rc.Repo, rc.Version, versions)
+		return "", fmt.Errorf("%w: no version of %s in %s matches %s (have %v)", ErrChartNotFound, rc.Name, rc.Repo, want, versions)
 	}
 	return best.Original(), nil
 }

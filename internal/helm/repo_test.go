@@ -92,3 +92,33 @@ func TestPullRepoChartHTTP(t *testing.T) {
 		})
 	}
 }
+
+func TestBestVersion(t *testing.T) {
+	released := []string{"2.34.1", "2.35.0", "2.36.0", "2.36.1-rc.1", "3.0.0"}
+	tests := []struct {
+		name, version, fallback string
+		want                    string
+		wantNote                bool
+		wantErr                 error
+	}{
+		{name: "the minor's own release", version: "2.36.x", fallback: "<= 2.36.x", want: "2.36.0"},
+		{name: "not released for the minor yet: the newest not newer", version: "2.37.x", fallback: "<= 2.37.x", want: "2.36.0", wantNote: true},
+		{name: "no fallback: not found", version: "2.37.x", wantErr: ErrChartNotFound},
+		{name: "the fallback matches nothing either", version: "2.33.x", fallback: "<= 2.33.x", wantErr: ErrChartNotFound},
+		{name: "a bad constraint", version: "two", wantErr: ErrChartInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, note, err := bestVersion(RepoChart{Name: "ccm", Repo: "oci://r", Version: tt.version, Fallback: tt.fallback}, released)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want || (note != "") != tt.wantNote {
+				t.Fatalf("bestVersion = %q, note %q, err %v; want %q (note: %v)", got, note, err, tt.want, tt.wantNote)
+			}
+		})
+	}
+}

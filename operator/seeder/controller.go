@@ -51,9 +51,6 @@ type Reconciler struct {
 	Tenants *TenantClients
 	// StatusInterval is how often a seeded tenant's status is read back.
 	StatusInterval time.Duration
-	// Placement installs the variants' management-placed components; nil
-	// leaves them to someone else.
-	Placement *Placement
 
 	// written is the status this process last wrote, per TenantSeed (see
 	// statuswrite).
@@ -88,8 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil || tenant == nil {
 		return ctrl.Result{}, err
 	}
-	seeding := needsSeed(ts)
-	if seeding {
+	if needsSeed(ts) {
 		if err := r.seed(ctx, ts, tenant.Client); err != nil {
 			if errors.Is(err, errKindNotServed) {
 				return ctrl.Result{RequeueAfter: r.StatusInterval}, nil
@@ -99,13 +95,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	if err := r.readBack(ctx, ts, tenant.Client); err != nil {
 		return ctrl.Result{}, err
-	}
-	// Placed again only with a seed (a change of the TenantSeed, or the
-	// periodic resync) or until it succeeded: a status read installs nothing.
-	if seeding || !conditions.IsTrue(ts, ManagementPlacedCondition) {
-		if err := r.place(ctx, ts, tenant.Client, tenant.secretName, tenant.key); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
 	return ctrl.Result{RequeueAfter: r.StatusInterval}, nil
 }

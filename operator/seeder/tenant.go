@@ -35,7 +35,6 @@ type tenantAccess struct {
 // tenant returns a client of the tenant when its control plane is Ready and
 // its admin kubeconfig exists; nil (and a condition saying why) otherwise.
 // The watches on TenantControlPlanes and Secrets bring the next attempt.
-// A deleted control plane also removes the management-placed components.
 func (r *Reconciler) tenant(ctx context.Context, ts *seederv1.TenantSeed) (*tenantAccess, error) {
 	name := ts.Spec.TenantControlPlane
 	if name == "" {
@@ -46,7 +45,7 @@ func (r *Reconciler) tenant(ctx context.Context, ts *seederv1.TenantSeed) (*tena
 	if err := r.Get(ctx, client.ObjectKey{Namespace: ts.Namespace, Name: name}, tcp); err != nil {
 		if apierrors.IsNotFound(err) {
 			conditions.MarkFalse(ts, SeededCondition, ReasonControlPlaneNotFound, "TenantControlPlane %s not found: nothing to seed", name)
-			return nil, r.unplace(ts)
+			return nil, nil
 		}
 		return nil, outcome.Retry(ReasonControlPlaneNotFound, err)
 	}

@@ -113,9 +113,9 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *tenantv1.TenantBundle) 
 		return "", err
 	}
 	results := r.Engine.Run(ctx, comps)
-	charts := map[string]string{}
+	charts := map[string]chartInfo{}
 	for _, c := range comps {
-		charts[c.Def.Name] = c.Def.Chart.String()
+		charts[c.Def.Name] = chartInfo{ref: c.Def.Chart.String(), note: c.Chart.Note}
 	}
 	setComponents(obj, results, charts)
 	setTierCondition(obj, tenantv1.NetworkReadyCondition, bundle.TierNetwork, results)

@@ -72,14 +72,8 @@ func (r *Reconciler) makePlan(ctx context.Context, obj *tenantv1.TenantBundle) (
 	if err != nil {
 		return nil, outcome.Terminal(tenantv1.ReasonInvalidSpec, "%v", err)
 	}
-	comps, err := full.Plan(p.facts)
-	if err != nil {
+	if p.components, err = full.Plan(p.facts); err != nil {
 		return nil, outcome.Terminal(tenantv1.ReasonUnknownBundle, "spec.bundle: %v", err)
-	}
-	for _, c := range comps {
-		if c.Placement == bundle.PlacementTenant {
-			p.components = append(p.components, c)
-		}
 	}
 	return p, nil
 }
@@ -182,9 +176,29 @@ func (r *Reconciler) components(ctx context.Context, obj *tenantv1.TenantBundle,
 			return nil, err
 		}
 		vals := bundle.Values(c, facts, override)
+		if err := nullOmittedDefaults(c, facts, ch, vals); err != nil {
+			return nil, err
+		}
 		out = append(out, &bootstrap.Component{Def: c, Chart: ch, Values: vals, Digest: digest(ch.Digest, vals)})
 	}
 	return out, nil
+}
+
+// nullOmittedDefaults applies bundle.NullOmittedDefaults with the chart's
+// own values, read only for components with a map-valued fact.
+func nullOmittedDefaults(c bundle.Component, facts bundle.Facts, ch *helm.Chart, vals map[string]any) error {
+	for _, name := range c.Facts {
+		if _, isMap := facts[name].(map[string]any); !isMap {
+			continue
+		}
+		loaded, err := ch.Load()
+		if err != nil {
+			return outcome.Terminal(tenantv1.ReasonChartInvalid, "component %s: %v", c.Name, err)
+		}
+		bundle.NullOmittedDefaults(c, facts, loaded.Values, vals)
+		return nil
+	}
+	return nil
 }
 
 func digest(chartDigest string, vals map[string]any) string {
@@ -214,7 +228,7 @@ func (r *Reconciler) chart(ctx context.Context, obj *tenantv1.TenantBundle, c bu
 			return ch, nil
 		})
 	}
-	rc := helm.RepoChart{Repo: c.Chart.Repo, Name: c.Chart.Name, Version: facts.Expand(c.Chart.Version)}
+	rc := helm.RepoChart{Repo: c.Chart.Repo, Name: c.Chart.Name, Version: facts.Expand(c.Chart.Version), Fallback: facts.Expand(c.Chart.Fallback)}
 	if m, ok := obj.Spec.ChartMirrors[c.Chart.Repo]; ok {
 		rc.Repo, rc.Insecure = m.URL, m.Insecure
 	}

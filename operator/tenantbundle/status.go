@@ -14,13 +14,23 @@ import (
 	"github.com/cozystack/tenant-operator/operator/bootstrap"
 )
 
+// chartInfo is what the status says of a component's chart.
+type chartInfo struct {
+	ref  string
+	note string // why this version, when it is a fallback
+}
+
 // setComponents records what was observed of each component.
-func setComponents(obj *tenantv1.TenantBundle, results []bootstrap.Result, charts map[string]string) {
+func setComponents(obj *tenantv1.TenantBundle, results []bootstrap.Result, charts map[string]chartInfo) {
 	obj.Status.Components = obj.Status.Components[:0]
 	for _, r := range results {
+		msg := r.Message
+		if note := charts[r.Name].note; note != "" {
+			msg = strings.TrimPrefix(msg+"; "+note, "; ")
+		}
 		obj.Status.Components = append(obj.Status.Components, tenantv1.ComponentStatus{
-			Name: r.Name, Tier: r.Tier, Chart: charts[r.Name], Version: r.ChartVersion,
-			Revision: r.Revision, Ready: r.Ready(), Message: r.Message,
+			Name: r.Name, Tier: r.Tier, Chart: charts[r.Name].ref, Version: r.ChartVersion,
+			Revision: r.Revision, Ready: r.Ready(), Message: msg,
 		})
 	}
 }

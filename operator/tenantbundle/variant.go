@@ -90,8 +90,8 @@ func nodeInfos(nodes []corev1.Node) []bundle.NodeInfo {
 	return out
 }
 
-// waitingForEffects lists what the variant's management-side components
-// (or the tenant's CCM) have not done yet on the nodes.
+// waitingForEffects lists what the platform's parts of the variant (or the
+// tenant's CCM) have not done yet on the nodes.
 func waitingForEffects(v *bundle.Variant, nodes []corev1.Node) string {
 	var waiting []string
 	for _, effect := range v.WaitFor {
@@ -114,7 +114,11 @@ func waitingForEffects(v *bundle.Variant, nodes []corev1.Node) string {
 			waiting = append(waiting, fmt.Sprintf("%s: no nodes yet", effect))
 		case len(pending) > 0:
 			sort.Strings(pending)
-			waiting = append(waiting, fmt.Sprintf("%s on nodes %s", effect, strings.Join(pending, ", ")))
+			msg := fmt.Sprintf("%s on nodes %s", effect, strings.Join(pending, ", "))
+			if by := v.ProvidedBy(effect); by != "" {
+				msg += " (from " + by + ", run by the platform)"
+			}
+			waiting = append(waiting, msg)
 		}
 	}
 	if len(waiting) == 0 {

@@ -1,0 +1,302 @@
+package packages
+
+import (
+	"io/fs"
+	"sort"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cozystack/tenant-operator/bundles"
+	"github.com/cozystack/tenant-operator/internal/bundle"
+	"github.com/cozystack/tenant-operator/internal/helm"
+	"github.com/cozystack/tenant-operator/variants"
+)
+
+// These tests read Cozystack's real packages tree as Cozystack publishes it
+// (packed as `flux push artifact` packs it, so without its symbolic links)
+// and check it against what the operator names and sets.
+
+// realTree is the packages artifact's content as the operator sees it.
+func realTree(t *testing.T) fs.FS {
+	t.Helper()
+	dir, err := CozystackDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, err := PackAsFlux(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := fstest.MapFS{}
+	for _, e := range untar(t, gz) {
+		if !strings.HasSuffix(e.name, "/") {
+			tree[e.name] = &fstest.MapFile{Data: []byte(e.body), Mode: 0o644}
+		}
+	}
+	return tree
+}
+
+// named is a chart the operator names, and by whom.
+type named struct {
+	by      string
+	chart   bundle.ChartRef
+	comp    *bundle.Component // nil for addon components
+	release string
+	ns      string
+}
+
+// everyNamedChart lists every packages-tree chart the embedded bundle, its
+// variants and its addon catalogue name.
+func everyNamedChart(t *testing.T) []named {
+	t.Helper()
+	def, err := bundle.Load(bundles.FS, "tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []named
+	add := func(by string, cs []bundle.Component) {
+		for i := range cs {
+			c := &cs[i]
+			if c.Chart.Path != "" {
+				out = append(out, named{by: by + " component " + c.Name, chart: c.Chart, comp: c, release: c.Release.Name, ns: c.Release.Namespace})
+			}
+		}
+	}
+	add("bundle tenant", def.Components)
+	vs, err := bundle.LoadVariants(variants.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(vs))
+	for name := range vs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		add("variant "+name, vs[name].Components)
+	}
+	addons, err := bundle.LoadAddons(bundles.FS, "tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	libs := map[string]string{}
+	for _, l := range addons.Libraries {
+		libs[l.Name] = l.Path
+	}
+	for _, a := range addons.Addons {
+		for _, c := range a.Components {
+			ref := bundle.ChartRef{Path: c.Path, ValuesFiles: c.ValuesFiles}
+			for _, l := range c.Libraries {
+				if ref.Libraries == nil {
+					ref.Libraries = map[string]string{}
+				}
+				ref.Libraries[l] = libs[l]
+			}
+			release, ns := c.Name, ""
+			if c.Install != nil {
+				if c.Install.ReleaseName != "" {
+					release = c.Install.ReleaseName
+				}
+				ns = c.Install.Namespace
+			}
+			out = append(out, named{by: "addon " + a.Name, chart: ref, release: release, ns: ns})
+		}
+	}
+	return out
+}
+
+// Every chart path the operator names must be a chart of the real tree: a
+// path that is not there fails every tenant that needs it.
+func TestNamedChartsExistInCozystacksTree(t *testing.T) {
+	tree := realTree(t)
+	for _, n := range everyNamedChart(t) {
+		if _, err := fs.Stat(tree, n.chart.Path+"/Chart.yaml"); err != nil {
+			t.Errorf("%s names %s, which Cozystack's packages tree does not have", n.by, n.chart.Path)
+		}
+	}
+}
+
+// facts are a tenant's cluster facts as the e2e suites seed them.
+func facts(t *testing.T) bundle.Facts {
+	t.Helper()
+	def, err := bundle.Load(bundles.FS, "tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := bundle.NewFacts(bundle.ClusterInput{
+		APIEndpoint: "10.0.0.1:6443", PodCIDR: "10.243.0.0/16", ServiceCIDR: "10.95.0.0/16",
+		StorageClasses: map[string]any{"replicated": map[string]any{"infraStorageClass": "replicated", "default": true}},
+		KubeMinor:      "37",
+	}, def.Settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// renderReal renders a named chart of the real tree as the operator would
+// install it: built by the operator's chart builder, with the operator's
+// values, against the APIs the cluster serves at that point (apis).
+func renderReal(t *testing.T, tree fs.FS, n named, vals map[string]any, apis ...string) rendered {
+	t.Helper()
+	ch, err := helm.BuildFromTree(helm.TreeChart{Tree: tree, Path: n.chart.Path, Libraries: n.chart.Libraries, ValuesFiles: n.chart.ValuesFiles})
+	if err != nil {
+		t.Fatalf("%s: building %s: %v", n.by, n.chart.Path, err)
+	}
+	loaded, err := ch.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	inst.ClientOnly, inst.DryRun, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = n.release, n.ns
+	inst.KubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+	inst.APIVersions = apis
+	rel, err := inst.Run(loaded, vals)
+	if err != nil {
+		t.Fatalf("%s: rendering %s: %v", n.by, n.chart.Path, err)
+	}
+	out := rendered{}
+	for _, m := range releaseutil.SplitManifests(rel.Manifest) {
+		var o obj
+		if err := yaml.Unmarshal([]byte(m), &o); err != nil {
+			t.Fatal(err)
+		}
+		if o != nil {
+			out[o.str("kind")+"/"+o.str("metadata", "name")] = o
+		}
+	}
+	return out
+}
+
+func namedChart(t *testing.T, by string) named {
+	t.Helper()
+	for _, n := range everyNamedChart(t) {
+		if n.by == by {
+			return n
+		}
+	}
+	t.Fatalf("nothing named %q", by)
+	return named{}
+}
+
+// The bootstrap tier's values must reach the real charts' workloads: what
+// the chart does with a key is the chart's business, so the test reads the
+// rendered objects, not the values.
+func TestBootstrapValuesReachTheRealCharts(t *testing.T) {
+	tree, f := realTree(t), facts(t)
+	// As the operator computes them (operator/tenantbundle components).
+	values := func(n named) map[string]any {
+		vals := bundle.Values(*n.comp, f, nil)
+		ch, err := helm.BuildFromTree(helm.TreeChart{Tree: tree, Path: n.chart.Path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := ch.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bundle.NullOmittedDefaults(*n.comp, f, loaded.Values, vals)
+		return vals
+	}
+
+	t.Run("cilium", func(t *testing.T) {
+		g := NewWithT(t)
+		n := namedChart(t, "bundle tenant component cilium")
+		objs := renderReal(t, tree, n, values(n))
+		agent := objs.must(t, "DaemonSet/cilium").container(0).env()
+		g.Expect(agent).To(HaveKeyWithValue("KUBERNETES_SERVICE_HOST", "10.0.0.1"))
+		g.Expect(agent).To(HaveKeyWithValue("KUBERNETES_SERVICE_PORT", "6443"))
+		g.Expect(objs.must(t, "ConfigMap/cilium-config").get("data")).To(And(
+			HaveKeyWithValue("kube-proxy-replacement", "true"),
+			HaveKeyWithValue("routing-mode", "tunnel"),
+			HaveKeyWithValue("mtu", "1350"),
+		))
+		g.Expect(objs.must(t, "DaemonSet/cilium").get("metadata", "labels")).To(HaveKeyWithValue("k8s-app", "cilium"),
+			"the world's network simulator recognises the CNI by this label")
+	})
+	t.Run("coredns", func(t *testing.T) {
+		g := NewWithT(t)
+		n := namedChart(t, "bundle tenant component coredns")
+		objs := renderReal(t, tree, n, values(n))
+		g.Expect(objs.must(t, "Service/kube-dns").get("spec", "clusterIP")).To(Equal("10.95.0.10"))
+		objs.must(t, "Deployment/coredns")
+	})
+	t.Run("kubevirt-csi-node", func(t *testing.T) {
+		g := NewWithT(t)
+		n := namedChart(t, "variant kubevirt component kubevirt-csi-node")
+		objs := renderReal(t, tree, n, values(n), "snapshot.storage.k8s.io/v1/VolumeSnapshotClass")
+		sc := objs.must(t, "StorageClass/replicated")
+		g.Expect(sc.get("parameters", "infraStorageClassName")).To(Equal("replicated"))
+		g.Expect(sc.get("metadata", "annotations")).To(HaveKeyWithValue("storageclass.kubernetes.io/is-default-class", "true"))
+		g.Expect(objs).NotTo(HaveKey("StorageClass/kubevirt"), "only the StorageClasses the TenantBundle names")
+		objs.must(t, "VolumeSnapshotClass/kubevirt-snapshots")
+	})
+}
+
+// The VolumeSnapshotClass of kubevirt-csi-node is not guarded by the API's
+// presence: the snapshot CRDs must come first, in the same tier.
+func TestCSINodeNeedsTheSnapshotCRDsFirst(t *testing.T) {
+	g := NewWithT(t)
+	def, err := bundle.Load(bundles.FS, "tenant")
+	g.Expect(err).NotTo(HaveOccurred())
+	vs, err := bundle.LoadVariants(variants.FS)
+	g.Expect(err).NotTo(HaveOccurred())
+	full, err := def.With(vs["kubevirt"])
+	g.Expect(err).NotTo(HaveOccurred())
+	plan, err := full.Plan(facts(t))
+	g.Expect(err).NotTo(HaveOccurred())
+	var csi *bundle.Component
+	for i := range plan {
+		if plan[i].Name == "kubevirt-csi-node" {
+			csi = &plan[i]
+		}
+	}
+	g.Expect(csi).NotTo(BeNil())
+	vsnap := full.Component("vsnap-crd")
+	g.Expect(vsnap).NotTo(BeNil(), "the snapshot CRDs are part of the bootstrap, whatever the addon choices")
+	g.Expect(csi.DependsOn).To(ContainElement("vsnap-crd"))
+	g.Expect(vsnap.Tier).To(Equal(csi.Tier))
+
+	objs := renderReal(t, realTree(t), namedChart(t, "bundle tenant component vsnap-crd"), nil)
+	objs.must(t, "CustomResourceDefinition/volumesnapshotclasses.snapshot.storage.k8s.io")
+}
+
+// Every addon chart renders from the real tree with its defaults, against
+// the APIs its dependencies bring.
+func TestAddonChartsRender(t *testing.T) {
+	tree := realTree(t)
+	crds := []string{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor", "cert-manager.io/v1",
+		"snapshot.storage.k8s.io/v1", "gateway.networking.k8s.io/v1", "autoscaling.k8s.io/v1", "operator.victoriametrics.com/v1beta1"}
+	for _, n := range everyNamedChart(t) {
+		if !strings.HasPrefix(n.by, "addon ") {
+			continue
+		}
+		t.Run(n.by, func(t *testing.T) {
+			if objs := renderReal(t, tree, n, nil, crds...); len(objs) == 0 {
+				t.Fatal("rendered nothing")
+			}
+		})
+	}
+}
+
+// metrics-server's aggregated API points at its own Service.
+func TestMetricsServerAPIWiring(t *testing.T) {
+	g := NewWithT(t)
+	objs := renderReal(t, realTree(t), namedChart(t, "addon metrics-server"), nil, "monitoring.coreos.com/v1")
+	api := objs.must(t, "APIService/v1beta1.metrics.k8s.io")
+	g.Expect(api.get("spec", "service")).To(And(HaveKeyWithValue("name", "metrics-server"), HaveKeyWithValue("namespace", "cozy-monitoring")))
+	svc := objs.must(t, "Service/metrics-server")
+	ports, _ := svc.get("spec", "ports").([]any)
+	g.Expect(ports).To(HaveLen(1))
+	g.Expect(ports[0]).To(HaveKeyWithValue("targetPort", "https"))
+	dep := objs.must(t, "Deployment/metrics-server").container(0)
+	g.Expect(dep["ports"]).To(ContainElement(And(HaveKeyWithValue("name", "https"), HaveKeyWithValue("containerPort", BeNumerically("==", 4443)))))
+}
