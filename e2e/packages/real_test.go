@@ -2,6 +2,9 @@ package packages
 
 import (
 	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -16,6 +19,8 @@ import (
 	"github.com/cozystack/tenant-operator/bundles"
 	"github.com/cozystack/tenant-operator/internal/bundle"
 	"github.com/cozystack/tenant-operator/internal/helm"
+	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
+	packagesctl "github.com/cozystack/tenant-operator/operator/packages"
 	"github.com/cozystack/tenant-operator/variants"
 )
 
@@ -299,4 +304,63 @@ func TestMetricsServerAPIWiring(t *testing.T) {
 	g.Expect(ports[0]).To(HaveKeyWithValue("targetPort", "https"))
 	dep := objs.must(t, "Deployment/metrics-server").container(0)
 	g.Expect(dep["ports"]).To(ContainElement(And(HaveKeyWithValue("name", "https"), HaveKeyWithValue("containerPort", BeNumerically("==", 4443)))))
+}
+
+// clusterValueKeys are the keys of Cozystack's cluster values: those its
+// platform writes into the cozystack-values Secret and those its charts and
+// cozy-lib read from `_cluster`.
+func clusterValueKeys(t *testing.T) map[string]bool {
+	t.Helper()
+	dir, err := CozystackDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := regexp.MustCompile(`_cluster(?:\.([a-z0-9-]+)|\)? "([a-z0-9-]+)")`)
+	keys := map[string]bool{}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".tpl")) {
+			return err
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range read.FindAllStringSubmatch(string(raw), -1) {
+			keys[m[1]+m[2]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the platform writes: the _cluster block of cozystack-values.
+	raw, err := os.ReadFile(filepath.Join(dir, "core", "platform", "templates", "apps.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := regexp.MustCompile(`(?m)^      ([a-z0-9-]+):`)
+	for _, m := range written.FindAllStringSubmatch(string(raw), -1) {
+		keys[m[1]] = true
+	}
+	return keys
+}
+
+// The operator's cozystack-values carry Cozystack's keys, not keys of its
+// own: a chart or cozy-lib reading _cluster finds what it looks for.
+func TestClusterValuesUseCozystacksKeys(t *testing.T) {
+	g := NewWithT(t)
+	known := clusterValueKeys(t)
+	g.Expect(known).To(HaveKey("root-host"), "the tree reads root-host")
+	g.Expect(known).To(HaveKey("ipv4-cluster-cidr"), "cozy-lib reads ipv4-cluster-cidr")
+	tb := &tenantv1.TenantBundle{Spec: tenantv1.TenantBundleSpec{Bundle: "tenant",
+		Cluster: tenantv1.ClusterFacts{APIEndpoint: "10.0.0.1:6443", PodCIDR: "10.243.0.0/16", ServiceCIDR: "10.95.0.0/16",
+			RootHost: "tenant-foo.example.org", ImagesRegistry: "mirror.example.org"}}}
+	values := packagesctl.ClusterValues(tb)
+	for k := range values {
+		g.Expect(known).To(HaveKey(k), "_cluster.%s is no key of Cozystack's", k)
+	}
+	g.Expect(values).To(And(
+		HaveKeyWithValue("ipv4-cluster-cidr", "10.243.0.0/16"), HaveKeyWithValue("ipv4-service-cidr", "10.95.0.0/16"),
+		HaveKeyWithValue("cluster-domain", "cluster.local"), HaveKeyWithValue("root-host", "tenant-foo.example.org"),
+		HaveKeyWithValue("images-registry", "mirror.example.org")))
 }

@@ -18,7 +18,7 @@ type Facts map[string]any
 
 var knownFacts = map[string]bool{
 	"apiEndpoint": true, "apiHost": true, "apiPort": true,
-	"podCIDR": true, "serviceCIDR": true, "clusterDomain": true, "dnsServiceIP": true,
+	"podCIDR": true, "serviceCIDR": true, "dnsServiceIP": true,
 	"kubeProxyReplacement": true,
 	"storageClasses":       true, "credentialsSecret": true, "kubeMinor": true,
 }
@@ -34,7 +34,7 @@ func (f Facts) Bool(name string) bool {
 
 // ClusterInput is what the TenantBundle says about the cluster.
 type ClusterInput struct {
-	APIEndpoint, PodCIDR, ServiceCIDR, ClusterDomain, DNSServiceIP string
+	APIEndpoint, PodCIDR, ServiceCIDR, DNSServiceIP string
 	// StorageClasses is the chart-shaped storage class map (name ->
 	// {infraStorageClass, default}).
 	StorageClasses map[string]any
@@ -85,8 +85,7 @@ func NewFacts(in ClusterInput, settings map[string]any) (Facts, error) {
 	}
 	f := Facts{
 		"apiEndpoint": in.APIEndpoint, "apiHost": host, "apiPort": int64(port),
-		"podCIDR": in.PodCIDR, "serviceCIDR": in.ServiceCIDR,
-		"clusterDomain": strings.TrimSuffix(in.ClusterDomain, "."), "dnsServiceIP": dns,
+		"podCIDR": in.PodCIDR, "serviceCIDR": in.ServiceCIDR, "dnsServiceIP": dns,
 	}
 	if in.StorageClasses != nil {
 		f["storageClasses"] = in.StorageClasses

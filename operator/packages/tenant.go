@@ -39,16 +39,31 @@ func (r *Reconciler) tenant(ctx context.Context) (tenantFacts, error) {
 		if i > 0 {
 			continue
 		}
-		c := tb.Spec.Cluster
-		f.cluster["_cluster"] = map[string]any{
-			"bundle-name":         tb.Spec.Bundle,
-			"cluster-domain":      c.ClusterDomain,
-			"api-server-endpoint": "https://" + c.APIEndpoint,
-			"pod-cidr":            c.PodCIDR,
-			"service-cidr":        c.ServiceCIDR,
-		}
+		f.cluster["_cluster"] = ClusterValues(&tb)
 	}
 	return f, nil
+}
+
+// ClusterValues are the cluster values (`_cluster`) of a tenant, under the
+// keys Cozystack's platform writes into its cozystack-values Secret and its
+// charts and cozy-lib read (packages/core/platform/templates/apps.yaml,
+// packages/library/cozy-lib/templates/_cozyconfig.tpl). Keys the TenantBundle
+// has no value for are left out, so a chart's own default applies.
+func ClusterValues(tb *tenantv1.TenantBundle) map[string]any {
+	c := tb.Spec.Cluster
+	out := map[string]any{
+		"bundle-name":    tb.Spec.Bundle,
+		"cluster-domain": tenantv1.ClusterDomain,
+	}
+	for k, v := range map[string]string{
+		"ipv4-cluster-cidr": c.PodCIDR, "ipv4-service-cidr": c.ServiceCIDR,
+		"root-host": c.RootHost, "images-registry": c.ImagesRegistry,
+	} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // ensureValues writes the cozystack-values Secret that the releases read

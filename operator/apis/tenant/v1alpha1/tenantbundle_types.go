@@ -80,16 +80,27 @@ type ClusterFacts struct {
 	// +optional
 	ServiceCIDR string `json:"serviceCIDR,omitempty"`
 
-	// ClusterDomain is the DNS domain of the cluster.
-	// +kubebuilder:default=cluster.local
-	// +optional
-	ClusterDomain string `json:"clusterDomain,omitempty"`
-
 	// DNSServiceIP is the ClusterIP of the cluster DNS Service; derived from
 	// ServiceCIDR (its tenth address) when empty.
 	// +optional
 	DNSServiceIP string `json:"dnsServiceIP,omitempty"`
+
+	// RootHost is the tenant's DNS name that catalog apps publish under;
+	// charts read it as Cozystack's cluster value root-host.
+	// +optional
+	RootHost string `json:"rootHost,omitempty"`
+
+	// ImagesRegistry is a registry mirror that charts route their images
+	// through (Cozystack's cluster value images-registry; empty: each
+	// image's own registry).
+	// +optional
+	ImagesRegistry string `json:"imagesRegistry,omitempty"`
 }
+
+// ClusterDomain is the tenant's cluster DNS domain. It is not a setting:
+// Cozystack's tenant control planes (Kamaji networkProfile) and the CoreDNS
+// Corefile of its coredns chart both use cluster.local.
+const ClusterDomain = "cluster.local"
 
 // PackagesSource names the Cozystack packages artifact: an OCI artifact in
 // Flux's format holding a tar.gz of the packages/ tree.
