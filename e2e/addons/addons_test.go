@@ -2,6 +2,7 @@ package addons
 
 import (
 	"context"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -68,6 +69,9 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 			Expect(hrs.Items).To(HaveLen(1))
 			Expect(apimeta.IsStatusConditionTrue(hrs.Items[0].Status.Conditions, meta.ReadyCondition)).To(BeTrue())
 			Expect(hrs.Items[0].Spec.ChartRef.Kind).To(Equal("ExternalArtifact"))
+			// As Cozystack's apps/kubernetes sets them.
+			Expect(hrs.Items[0].Spec.Timeout).To(Equal(&metav1.Duration{Duration: 10 * time.Minute}))
+			Expect(hrs.Items[0].Spec.Install.Strategy.Name).To(Equal(string(helmv2.ActionStrategyRetryOnFailure)))
 		}
 		By("metrics-server's aggregated API wired to its own Service and container port")
 		api := &unstructured.Unstructured{}
@@ -236,6 +240,39 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 			Expect(t.Client.Get(ctx, client.ObjectKey{Name: "addon." + name}, pkg)).To(Succeed())
 			Expect(conditions.IsReady(pkg)).To(BeTrue(), name)
 		}
+	})
+
+	It("refuses an addon that needs where the tenant sits on the platform until the seed says it, and then passes the management side's values", func(ctx SpecContext) {
+		b, err := t.Bundle(ctx, "tenant")
+		Expect(err).NotTo(HaveOccurred())
+		patch := client.MergeFrom(b.DeepCopy())
+		b.Spec.Addons["monitoring-agents"] = tenantv1.AddonSpec{Enabled: ptr.To(true)}
+		Expect(t.Client.Patch(ctx, b, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := framework.Condition(ctx, t, tenantv1.AddonsReadyCondition)(g)
+			g.Expect(c.Reason).To(Equal(tenantv1.ReasonMissingPlatformFacts))
+			g.Expect(c.Message).To(ContainSubstring("spec.platform.monitoringNamespace"))
+		}).WithContext(ctx).Should(Succeed())
+		Expect(apierrors.IsNotFound(t.Client.Get(ctx, client.ObjectKey{Name: "addon.monitoring-agents"}, &cozyv1.Package{}))).To(BeTrue())
+
+		By("the management side seeding spec.platform")
+		b, err = t.Bundle(ctx, "tenant")
+		Expect(err).NotTo(HaveOccurred())
+		patch = client.MergeFrom(b.DeepCopy())
+		b.Spec.Platform = tenantv1.PlatformFacts{ClusterName: "kubernetes-foo", Namespace: "tenant-foo", MonitoringNamespace: "tenant-root"}
+		Expect(t.Client.Patch(ctx, b, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var hr helmv2.HelmRelease
+			g.Expect(t.Client.Get(ctx, client.ObjectKey{Namespace: "cozy-monitoring", Name: "cozy-monitoring-agents"}, &hr)).To(Succeed())
+			g.Expect(string(hr.Spec.Values.Raw)).To(ContainSubstring("http://vminsert-shortterm.tenant-root.svc.cozy.local:8480/insert/0/prometheus"))
+		}).WithContext(ctx).Should(Succeed())
+
+		b, err = t.Bundle(ctx, "tenant")
+		Expect(err).NotTo(HaveOccurred())
+		patch = client.MergeFrom(b.DeepCopy())
+		delete(b.Spec.Addons, "monitoring-agents")
+		Expect(t.Client.Patch(ctx, b, patch)).To(Succeed())
+		framework.ExpectReady(ctx, t)
 	})
 })
 

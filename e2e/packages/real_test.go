@@ -1,6 +1,7 @@
 package packages
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"sigs.k8s.io/yaml"
@@ -19,6 +21,7 @@ import (
 	"github.com/cozystack/tenant-operator/bundles"
 	"github.com/cozystack/tenant-operator/internal/bundle"
 	"github.com/cozystack/tenant-operator/internal/helm"
+	seederv1 "github.com/cozystack/tenant-operator/operator/apis/seeder/v1alpha1"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 	packagesctl "github.com/cozystack/tenant-operator/operator/packages"
 	"github.com/cozystack/tenant-operator/variants"
@@ -363,4 +366,217 @@ func TestClusterValuesUseCozystacksKeys(t *testing.T) {
 		HaveKeyWithValue("ipv4-cluster-cidr", "10.243.0.0/16"), HaveKeyWithValue("ipv4-service-cidr", "10.95.0.0/16"),
 		HaveKeyWithValue("cluster-domain", "cluster.local"), HaveKeyWithValue("root-host", "tenant-foo.example.org"),
 		HaveKeyWithValue("images-registry", "mirror.example.org")))
+}
+
+// The values the management side passes to the addons today reach what
+// Cozystack's real charts render.
+func TestAddonValuesReachTheRealCharts(t *testing.T) {
+	tree := realTree(t)
+	addons, err := bundle.LoadAddons(bundles.FS, "tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := map[string]string{bundle.FactClusterName: "kubernetes-foo", bundle.FactTenantNamespace: "tenant-foo",
+		bundle.FactMonitoringNamespace: "tenant-root", bundle.FactPlatformClusterDomain: "cozy.local"}
+	apis := []string{"monitoring.coreos.com/v1", "operator.victoriametrics.com/v1beta1", "autoscaling.k8s.io/v1",
+		"nvidia.com/v1", "cert-manager.io/v1"}
+	render := func(t *testing.T, addon string, enabled map[string]bool) rendered {
+		t.Helper()
+		raw, missing, err := addons.Get(addon).MainValues(facts, enabled, nil)
+		if err != nil || len(missing) > 0 {
+			t.Fatalf("values of %s: %v, missing %v", addon, err, missing)
+		}
+		vals := map[string]any{}
+		if raw != nil {
+			if err := yaml.Unmarshal(raw.Raw, &vals); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return renderReal(t, tree, namedChart(t, "addon "+addon), vals, apis...)
+	}
+	find := func(t *testing.T, objs rendered, kind string) obj {
+		t.Helper()
+		for k, o := range objs {
+			if strings.HasPrefix(k, kind+"/") {
+				return o
+			}
+		}
+		t.Fatalf("no %s rendered", kind)
+		return nil
+	}
+
+	t.Run("monitoring-agents writes to the platform tenant's monitoring, labelled with the cluster", func(t *testing.T) {
+		g := NewWithT(t)
+		objs := render(t, "monitoring-agents", nil)
+		agent := find(t, objs, "VMAgent")
+		g.Expect(agent.get("spec", "remoteWrite")).To(ConsistOf(HaveKeyWithValue("url",
+			"http://vminsert-shortterm.tenant-root.svc.cozy.local:8480/insert/0/prometheus")))
+		g.Expect(agent.get("spec", "externalLabels")).To(HaveKeyWithValue("cluster", "kubernetes-foo"))
+		var config string
+		for k, o := range objs {
+			if strings.HasPrefix(k, "ConfigMap/") && strings.Contains(k, "fluent-bit") {
+				for _, v := range o["data"].(map[string]any) {
+					config += v.(string)
+				}
+			}
+		}
+		g.Expect(config).To(And(ContainSubstring("Host vlinsert-generic.tenant-root.svc.cozy.local"),
+			ContainSubstring("Add cluster kubernetes-foo"), ContainSubstring("Add tenant tenant-foo")))
+	})
+	t.Run("vertical-pod-autoscaler reads history from the platform tenant's monitoring", func(t *testing.T) {
+		g := NewWithT(t)
+		objs := render(t, "vertical-pod-autoscaler", nil)
+		var args []any
+		for k, o := range objs {
+			if strings.HasPrefix(k, "Deployment/") && strings.Contains(k, "recommender") {
+				args, _ = o.container(0)["args"].([]any)
+			}
+		}
+		g.Expect(args).To(ContainElement("--prometheus-address=http://vmselect-shortterm.tenant-root.svc.cozy.local:8481/select/0/prometheus/"))
+		g.Expect(args).To(ContainElement(`--metric-for-pod-labels=kube_pod_labels{job="kube-state-metrics", tenant="tenant-foo", cluster="kubernetes-foo"}[8d]`))
+	})
+	t.Run("gpu-operator loads the driver with its kernel module settings, and leaves the device plugin to HAMi", func(t *testing.T) {
+		g := NewWithT(t)
+		objs := render(t, "gpu-operator", nil)
+		objs.must(t, "ConfigMap/nvidia-kernel-module-params")
+		policy := find(t, objs, "ClusterPolicy")
+		g.Expect(policy.get("spec", "driver", "kernelModuleConfig", "name")).To(Equal("nvidia-kernel-module-params"))
+		g.Expect(policy.get("spec", "devicePlugin", "enabled")).To(BeTrue())
+		policy = find(t, render(t, "gpu-operator", map[string]bool{"hami": true}), "ClusterPolicy")
+		g.Expect(policy.get("spec", "devicePlugin", "enabled")).To(BeFalse())
+	})
+}
+
+// cozystackMapping renders manifests/cozystack's templates as they would
+// run inside apps/kubernetes: with the snapshot's real values.yaml, the
+// platform's _namespace and _cluster, and overrides.
+func cozystackMapping(t *testing.T, overrides map[string]any) (*seederv1.TenantSeed, error) {
+	t.Helper()
+	dir, err := CozystackDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := chartutil.ReadValuesFile(filepath.Join(dir, "apps", "kubernetes", "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: "v2", Name: "kubernetes", Version: "0.0.0"}, Values: vals}
+	for _, name := range []string{"_tenant-operator.tpl", "tenantseed.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(root, "manifests", "cozystack", "templates", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch.Templates = append(ch.Templates, &chart.File{Name: "templates/" + name, Data: raw})
+	}
+	platform := map[string]any{
+		"_namespace":     map[string]any{"etcd": "tenant-root", "monitoring": "tenant-root"},
+		"_cluster":       map[string]any{"cluster-domain": "cozy.local"},
+		"tenantOperator": map[string]any{"version": "v0.1.0", "packages": map[string]any{"url": "oci://registry.example/cozystack-packages", "digest": "sha256:" + strings.Repeat("a", 64)}},
+	}
+	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	inst.ClientOnly, inst.DryRun, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = "kubernetes-foo", "tenant-foo"
+	rel, err := inst.Run(ch, chartutil.CoalesceTables(overrides, platform))
+	if err != nil {
+		return nil, err
+	}
+	ts := &seederv1.TenantSeed{}
+	if err := yaml.UnmarshalStrict([]byte(rel.Manifest[strings.Index(rel.Manifest, "apiVersion:"):]), ts); err != nil {
+		t.Fatalf("the rendered TenantSeed does not fit the API: %v\n%s", err, rel.Manifest)
+	}
+	return ts, nil
+}
+
+// Cozystack's apps/kubernetes values, rendered into the TenantSeed the
+// seeder applies: every addons.* key of the real values.yaml maps to the
+// tenant bundle (or says why not), and what it maps to is what the bundle
+// knows.
+func TestCozystackMapping(t *testing.T) {
+	dir, err := CozystackDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := chartutil.ReadValuesFile(filepath.Join(dir, "apps", "kubernetes", "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{}
+	for k := range vals["addons"].(map[string]any) {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	catalogue, err := bundle.LoadAddons(bundles.FS, "tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("defaults", func(t *testing.T) {
+		g := NewWithT(t)
+		ts, err := cozystackMapping(t, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		b := ts.Spec.Bundle
+		g.Expect(b.Variant).To(Equal("kubevirt"))
+		g.Expect(b.Cluster.APIEndpoint).To(Equal("kubernetes-foo.tenant-foo.svc:6443"))
+		g.Expect(b.Platform).To(Equal(tenantv1.PlatformFacts{ClusterName: "kubernetes-foo", Namespace: "tenant-foo", MonitoringNamespace: "tenant-root", ClusterDomain: "cozy.local"}))
+		g.Expect(b.Cloud.StorageClasses).To(Equal(map[string]tenantv1.StorageClass{
+			"replicated": {InfraStorageClass: "replicated", Default: true}, "kubevirt": {InfraStorageClass: "replicated"}}))
+		g.Expect(b.Packages.Digest).To(HavePrefix("sha256:"))
+		choices := map[string]bundle.Choice{}
+		for name, a := range b.Addons {
+			choices[name] = bundle.Choice{Enabled: a.Enabled, Values: a.Values}
+			g.Expect(*a.Enabled).To(BeFalse(), "%s: apps/kubernetes has every switchable addon off by default", name)
+		}
+		sel, err := catalogue.Select(choices)
+		g.Expect(err).NotTo(HaveOccurred(), "the seeded addon choices name addons the bundle knows")
+		var on []string
+		for _, a := range sel.Enabled {
+			on = append(on, a.Name)
+		}
+		g.Expect(on).To(ConsistOf("prometheus-operator-crds", "metrics-server"), "what Cozystack installs unconditionally")
+	})
+
+	t.Run("every addon on, each valuesOverride reaching its target", func(t *testing.T) {
+		g := NewWithT(t)
+		overrides := map[string]any{}
+		hasOverride := map[string]bool{}
+		for _, k := range keys {
+			o := map[string]any{"enabled": true}
+			if _, ok := vals["addons"].(map[string]any)[k].(map[string]any)["valuesOverride"]; ok {
+				o["valuesOverride"] = map[string]any{"marker": k}
+				hasOverride[k] = true
+			}
+			overrides[k] = o
+		}
+		ts, err := cozystackMapping(t, map[string]any{"addons": overrides})
+		g.Expect(err).NotTo(HaveOccurred())
+		raw, err := json.Marshal(ts.Spec.Bundle)
+		g.Expect(err).NotTo(HaveOccurred())
+		skipped := map[string]bool{"ingressNginx": true, "fluxcd": true, "ouroboros": true}
+		for _, k := range keys {
+			if !hasOverride[k] {
+				continue
+			}
+			if skipped[k] {
+				g.Expect(string(raw)).NotTo(ContainSubstring(`"marker":"`+k+`"`), k)
+				continue
+			}
+			g.Expect(string(raw)).To(ContainSubstring(`"marker":"`+k+`"`), "addons.%s.valuesOverride reaches nothing", k)
+		}
+		g.Expect(ts.Spec.Bundle.Components).To(HaveKey("cilium"))
+		g.Expect(ts.Spec.Bundle.Components).To(HaveKey("coredns"))
+		for name, a := range ts.Spec.Bundle.Addons {
+			g.Expect(catalogue.Get(name)).NotTo(BeNil(), "addon %s", name)
+			g.Expect(*a.Enabled).To(BeTrue(), name)
+		}
+		g.Expect(ts.Spec.Bundle.Addons).To(HaveKey("vertical-pod-autoscaler"), "apps/kubernetes gates VPA on monitoringAgents")
+	})
+
+	t.Run("an addon key the mapping does not know fails the render", func(t *testing.T) {
+		_, err := cozystackMapping(t, map[string]any{"addons": map[string]any{"brandNew": map[string]any{"enabled": true}}})
+		NewWithT(t).Expect(err).To(MatchError(ContainSubstring("addons.brandNew has no mapping")))
+	})
 }

@@ -35,6 +35,16 @@ type Addon struct {
 	AfterNetwork bool               `json:"afterNetwork,omitempty"`
 	DependsOn    []string           `json:"dependsOn,omitempty"`
 	Components   []cozyv1.Component `json:"components"`
+
+	// Values are the values of the main (first) component that the
+	// management side passes today; strings may name facts as ${fact}.
+	Values map[string]any `json:"values,omitempty"`
+	// ValuesWhenEnabled are values taken while another addon is enabled
+	// (gpu-operator's device plugin is off while HAMi runs).
+	ValuesWhenEnabled map[string]map[string]any `json:"valuesWhenEnabled,omitempty"`
+	// ValuesOf names another addon whose TenantBundle values this one takes
+	// too, before its own (cert-manager's override reaches its CRDs chart).
+	ValuesOf string `json:"valuesOf,omitempty"`
 }
 
 // PackageName is the name of the addon's PackageSource and Package.
@@ -81,6 +91,14 @@ func (a *Addons) index() error {
 			if a.byName[d] == nil {
 				return fmt.Errorf("addon %q depends on unknown addon %q", ad.Name, d)
 			}
+		}
+		for other := range ad.ValuesWhenEnabled {
+			if a.byName[other] == nil {
+				return fmt.Errorf("addon %q: valuesWhenEnabled names unknown addon %q", ad.Name, other)
+			}
+		}
+		if ad.ValuesOf != "" && a.byName[ad.ValuesOf] == nil {
+			return fmt.Errorf("addon %q: valuesOf names unknown addon %q", ad.Name, ad.ValuesOf)
 		}
 	}
 	// A cycle would make every addon on it wait forever.

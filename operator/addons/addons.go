@@ -13,6 +13,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,6 +60,10 @@ func (r *Reconciler) addons(ctx context.Context, obj *tenantv1.TenantBundle) err
 	if err != nil {
 		return outcome.Terminal(tenantv1.ReasonInvalidSpec, "addons: %v", err)
 	}
+	mains, err := mainValues(obj, sel, choices)
+	if err != nil {
+		return err
+	}
 	networkReady := conditions.IsTrue(obj, tenantv1.NetworkReadyCondition)
 	// Sources first: a Package is only reconciled with its PackageSource.
 	var sources, pkgs []client.Object
@@ -70,7 +75,7 @@ func (r *Reconciler) addons(ctx context.Context, obj *tenantv1.TenantBundle) err
 			held = append(held, a.Name)
 			continue
 		}
-		ps, pkg := addonPackage(catalogue, a, obj.Spec.Addons[a.Name], repo)
+		ps, pkg := addonPackage(catalogue, a, mains[a.Name], repo)
 		sources, pkgs = append(sources, ps), append(pkgs, pkg)
 	}
 	if err := r.applyAddons(ctx, sources, pkgs); err != nil {
@@ -115,9 +120,53 @@ func PackagesRepositoryKey(obj *tenantv1.TenantBundle) client.ObjectKey {
 	return client.ObjectKey{Namespace: flux.Namespace, Name: PackagesRepository}
 }
 
+// platformFacts are the facts addon values may name.
+func platformFacts(obj *tenantv1.TenantBundle) map[string]string {
+	p := obj.Spec.Platform
+	domain := p.ClusterDomain
+	if domain == "" {
+		domain = "cozy.local" // as apps/kubernetes defaults it
+	}
+	return map[string]string{
+		bundle.FactClusterName: p.ClusterName, bundle.FactTenantNamespace: p.Namespace,
+		bundle.FactMonitoringNamespace: p.MonitoringNamespace, bundle.FactPlatformClusterDomain: domain,
+	}
+}
+
+// mainValues computes every enabled addon's main values. An addon that
+// needs a platform fact the TenantBundle lacks is refused, naming the field:
+// only the management side's seed can fix it.
+func mainValues(obj *tenantv1.TenantBundle, sel *bundle.Selection, choices map[string]bundle.Choice) (map[string]*apiextensionsv1.JSON, error) {
+	facts := platformFacts(obj)
+	enabled := map[string]bool{}
+	for _, a := range sel.Enabled {
+		enabled[a.Name] = true
+	}
+	out := map[string]*apiextensionsv1.JSON{}
+	var refusals []string
+	for _, a := range sel.Enabled {
+		v, missing, err := a.MainValues(facts, enabled, choices)
+		if err != nil {
+			conditions.MarkFalse(obj, tenantv1.AddonsReadyCondition, tenantv1.ReasonInvalidSpec, "%v", err)
+			return nil, outcome.Terminal(tenantv1.ReasonInvalidSpec, "%v", err)
+		}
+		if len(missing) > 0 {
+			refusals = append(refusals, bundle.MissingFactsMessage(a.Name, missing))
+		}
+		out[a.Name] = v
+	}
+	if len(refusals) > 0 {
+		msg := strings.Join(refusals, "; ")
+		conditions.MarkFalse(obj, tenantv1.AddonsReadyCondition, bundle.ReasonMissingPlatformFacts, "%s", msg)
+		return nil, outcome.Terminal(bundle.ReasonMissingPlatformFacts, "%s", msg)
+	}
+	return out, nil
+}
+
 // addonPackage renders an addon as Cozystack renders a system package: a
-// PackageSource with one variant and a Package selecting it.
-func addonPackage(c *bundle.Addons, a *bundle.Addon, choice tenantv1.AddonSpec, repo *sourcev1.OCIRepository) (*cozyv1.PackageSource, *cozyv1.Package) {
+// PackageSource with one variant and a Package selecting it; values go to
+// its main component.
+func addonPackage(c *bundle.Addons, a *bundle.Addon, values *apiextensionsv1.JSON, repo *sourcev1.OCIRepository) (*cozyv1.PackageSource, *cozyv1.Package) {
 	labels := map[string]string{AddonLabel: a.Name}
 	variant := cozyv1.Variant{Name: packages.DefaultVariant, Components: a.Components}
 	for _, d := range a.DependsOn {
@@ -145,9 +194,8 @@ func addonPackage(c *bundle.Addons, a *bundle.Addon, choice tenantv1.AddonSpec, 
 		ObjectMeta: metav1.ObjectMeta{Name: a.PackageName(), Labels: labels},
 		Spec:       cozyv1.PackageSpec{Variant: packages.DefaultVariant},
 	}
-	// An addon's values tune its first component, its main chart.
-	if choice.Values != nil {
-		pkg.Spec.Components = map[string]cozyv1.PackageComponent{a.Components[0].Name: {Values: choice.Values}}
+	if values != nil {
+		pkg.Spec.Components = map[string]cozyv1.PackageComponent{a.Components[0].Name: {Values: values}}
 	}
 	return ps, pkg
 }

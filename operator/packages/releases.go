@@ -23,9 +23,12 @@ import (
 
 // Timings of the generated HelmReleases. Installs retry on failure
 // instead of rolling back: a system chart that cannot install yet (no
-// nodes, a dependency's webhook still starting) must keep trying.
+// nodes, a dependency's webhook still starting) must keep trying. The
+// interval and the 10-minute action timeout are those Cozystack's
+// apps/kubernetes sets on every tenant HelmRelease.
 const (
 	releaseInterval = 5 * time.Minute
+	releaseTimeout  = 10 * time.Minute
 	retryInterval   = 30 * time.Second
 	maxHistory      = 5
 )
@@ -129,6 +132,7 @@ func (r *Reconciler) build(pkg *cozyv1.Package, ps *cozyv1.PackageSource, v *coz
 			ReleaseName: releaseName,
 			ChartRef:    &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.ExternalArtifactKind, Name: name, Namespace: ns},
 			Interval:    metav1.Duration{Duration: releaseInterval},
+			Timeout:     &metav1.Duration{Duration: releaseTimeout},
 			MaxHistory:  ptr.To(maxHistory),
 			Install: &helmv2.Install{
 				CRDs:     helmv2.CreateReplace,

@@ -72,6 +72,9 @@ const (
 	ReasonAddonFailed        = "AddonFailed"
 	ReasonUnknownAddon       = "UnknownAddon"
 	ReasonDependencyDisabled = "DependencyDisabled"
+	// ReasonMissingPlatformFacts: an enabled addon needs a spec.platform
+	// field that the TenantBundle lacks.
+	ReasonMissingPlatformFacts = "MissingPlatformFacts"
 	// ReasonWaitingForNetwork is AddonsReady's and CatalogReady's reason
 	// (status Unknown) until the network tier is Ready: their controllers
 	// start only then.

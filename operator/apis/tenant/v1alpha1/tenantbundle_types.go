@@ -21,6 +21,11 @@ type TenantBundleSpec struct {
 	// Cluster holds the facts only the management side knows.
 	Cluster ClusterFacts `json:"cluster"`
 
+	// Platform says where the tenant sits on the Cozystack platform, for the
+	// addons that talk to it (monitoring-agents, vertical-pod-autoscaler).
+	// +optional
+	Platform PlatformFacts `json:"platform,omitempty"`
+
 	// Packages is where the charts come from.
 	Packages PackagesSource `json:"packages"`
 
@@ -95,6 +100,32 @@ type ClusterFacts struct {
 	// image's own registry).
 	// +optional
 	ImagesRegistry string `json:"imagesRegistry,omitempty"`
+}
+
+// PlatformFacts are what the management side knows of the tenant's place
+// on the platform: the names Cozystack's apps/kubernetes chart renders into
+// the addons' values today.
+type PlatformFacts struct {
+	// ClusterName is the tenant cluster's name on the platform (the
+	// kubernetes application's release name); addons label what they ship
+	// to the platform with it.
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+
+	// Namespace is the platform tenant's namespace the cluster belongs to.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// MonitoringNamespace is the namespace of the platform tenant whose
+	// monitoring receives this cluster's metrics and logs.
+	// +optional
+	MonitoringNamespace string `json:"monitoringNamespace,omitempty"`
+
+	// ClusterDomain is the platform's own cluster domain, under which its
+	// monitoring Services are reached.
+	// +kubebuilder:default=cozy.local
+	// +optional
+	ClusterDomain string `json:"clusterDomain,omitempty"`
 }
 
 // ClusterDomain is the tenant's cluster DNS domain. It is not a setting:
