@@ -25,6 +25,7 @@ import (
 
 type options struct {
 	runs, kills, faults, toggles, dependencies int
+	tenantRuns                                 int
 	idle                                       time.Duration
 	out                                        string
 	nodes                                      int
@@ -40,6 +41,7 @@ func main() {
 	flag.IntVar(&o.nodes, "nodes", 3, "fake nodes per world")
 	flag.IntVar(&o.kills, "kill-trials", 10, "bootstraps during which the operator is killed with SIGKILL at a random moment")
 	flag.IntVar(&o.faults, "fault-trials", 3, "bootstraps per fault kind: API server restarted, registry down for a minute, a node deleted and re-added")
+	flag.IntVar(&o.tenantRuns, "tenant-runs", 3, "runs of the whole tenant (TenantBundle → AddonsReady) against Cozystack's management-side chain (0 skips it)")
 	flag.IntVar(&o.toggles, "toggles", 20, "addon enable/disable rounds for the toggle latency")
 	flag.IntVar(&o.dependencies, "dependency-rounds", 5, "rounds of enabling an addon with its dependency for the dependency latency")
 	flag.StringVar(&o.sizes, "sizes", "1,10,50", "comma-separated node counts at which bootstrap, limit and Flux chain are measured once more (empty: none)")
@@ -111,6 +113,18 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%d nodes: %w", n, err)
 		}
 		r.sizes = append(r.sizes, s)
+	}
+	for i := range o.tenantRuns {
+		fmt.Printf("whole tenant %d/%d\n", i+1, o.tenantRuns)
+		var t tenantRun
+		if t.operator, err = measureWholeTenant(ctx, operator, o.nodes); err != nil {
+			return fmt.Errorf("whole tenant: %w", err)
+		}
+		if t.management, t.releases, err = measureManagementChain(ctx, o.nodes); err != nil {
+			return fmt.Errorf("management chain: %w", err)
+		}
+		fmt.Printf("  operator %.2fs, management-side chain %.2fs\n", t.operator.Seconds(), t.management.Seconds())
+		r.tenant = append(r.tenant, t)
 	}
 	if o.idle > 0 {
 		if r.idle, err = measureIdle(ctx, operator, o); err != nil {

@@ -18,7 +18,35 @@ type report struct {
 	sizes      []speed // one run per extra size
 	idle       idleResult
 	breakdowns []breakdown // seeded, then running
+	tenant     []tenantRun
 	faults     map[string][]faultTrial
+}
+
+// tenantRun is the whole tenant measured side by side: the operator from
+// TenantBundle created to AddonsReady, and Cozystack's management-side
+// chain of the same charts.
+type tenantRun struct {
+	operator, management time.Duration
+	releases             int
+}
+
+func (r *report) writeTenant(b *strings.Builder) {
+	if len(r.tenant) == 0 {
+		return
+	}
+	var op, mg []time.Duration
+	var rs []float64
+	for _, t := range r.tenant {
+		op, mg = append(op, t.operator), append(mg, t.management)
+		rs = append(rs, t.management.Seconds()/t.operator.Seconds())
+	}
+	ratio, runs := ratios(rs, "%.1f")
+	fmt.Fprintf(b, "## The whole tenant (TenantBundle → AddonsReady, %d runs)\n\n", len(r.tenant))
+	b.WriteString("| measurement | median | runs (s) |\n|---|---|---|\n")
+	fmt.Fprintf(b, "| operator: TenantBundle created → AddonsReady (network tier in process, then the tenant's own Flux for the always-on addons) | %.2f s | %s |\n", median(op).Seconds(), secs(op))
+	fmt.Fprintf(b, "| Cozystack today: the management side's helm-controller through the admin kubeconfig, %d HelmReleases with apps/kubernetes' dependsOn graph, `--requeue-dependency=30s` | %.2f s | %s |\n\n", r.tenant[0].releases, median(mg).Seconds(), secs(mg))
+	b.WriteString("| ratio | median of the runs' ratios | each run's ratio | target | |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| Cozystack's management-side chain / operator | %.1f | %s | ≥ 10 | %s |\n\n", ratio, runs, verdict(ratio >= 10))
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -102,6 +130,7 @@ func (r *report) markdown() string {
 	b.WriteString(".\n\n")
 	r.writeBreakdown(&b)
 	r.writeSizes(&b)
+	r.writeTenant(&b)
 	if r.idle.window > 0 {
 		b.WriteString("## Footprint at idle\n\n| measurement | value | target | |\n|---|---|---|---|\n")
 		fmt.Fprintf(&b, "| operator API requests after Ready (audit log, its ServiceAccount) | %.2f / min (%d in %s) | | |\n",
@@ -160,6 +189,8 @@ func (r *report) markdown() string {
 
 - **Worlds**: every measurement starts its own test world (real etcd, kube-apiserver, kube-controller-manager,
   kube-scheduler, kwok, registry; nodes NotReady until a Cilium pod is Ready on them) so none inherits another's caches.
+- **Charts**: Cozystack's real packages tree (v1.6.2, ` + "`make upstream`" + `), pushed as Cozystack publishes it; every
+  measurement installs the same charts with the same values.
 - **Operator**: the operator runs from its seeded Deployment through the process runner, in two worlds per run. In
   the first (the issue's bootstrap time), the seed is applied as the seeder applies it — the operator's CRDs
   (create-only), namespace, RBAC, Deployment, then the TenantBundle — before the process starts; the clock starts
@@ -191,6 +222,14 @@ func (r *report) markdown() string {
   reconciled by the real helm-controller v1.6.4 and source-controller v1.9.6 with ` + "`--requeue-dependency=30s`" + `
   (Cozystack's setting); the clock stops when a watch of the HelmReleases, opened before they are created, has
   delivered every one Ready.
+- **The whole tenant**: the operator running and holding its Lease, the clock from the TenantBundle's create request
+  to a watch delivering AddonsReady=True at its generation: the network tier in process, then the tenant's Flux,
+  which the operator applies once the network tier is Ready and the process runner starts as the kubelet would, then
+  the always-on addons (prometheus-operator CRDs, metrics-server) as Packages. Beside it, in a world of its own,
+  Cozystack's way today: the same charts as HelmReleases in the management side's Flux namespace, reconciled by the
+  real helm-controller through an admin kubeconfig Secret (` + "`spec.kubeConfig`" + `, key ` + "`super-admin.svc`" + `), with
+  apps/kubernetes' settings (dependsOn graph, storage namespace = target namespace, unlimited retries, 10-minute
+  timeout) and ` + "`--requeue-dependency=30s`" + `; the clock stops when every one is Ready.
 - **Idle**: a fourth world with the API server's audit log on (Metadata level, one entry per request); after Ready the
   harness lets the rollout settle for 30 s (reported separately), then counts the entries of the operator's
   ServiceAccount over the idle window. A write is a create, update, patch or delete without ` + "`dryRun`" + ` (a server-side
@@ -216,8 +255,8 @@ func (r *report) markdown() string {
   world (2026-12-06, Flux running the default addons) RSS was 34.5 MiB right after the release, 40 MiB 2 minutes later
   and stayed at 42 MiB (17.3 + 25.0) from 5 to 15 minutes after Ready. ` + "`-heap-profile`" + ` saves the live heap after a
   forced GC. This world runs the full bundle: the operator applies Flux, the harness runs its pod from that
-  Deployment, and the window opens only after AddonsReady (metrics-server, snapshot CRDs, prometheus-operator CRDs
-  installed by helm-controller).
+  Deployment, and the window opens only after AddonsReady (metrics-server and the prometheus-operator CRDs installed
+  by helm-controller; the snapshot CRDs are part of the bootstrap).
 - **Toggle latency**: in the idle world after the window, ` + "`velero`" + ` is enabled with the CLI's code (a server-side
   apply of one field) and the clock stops when a watch on its namespace delivers the HelmRelease's creation; then it
   is disabled and the harness waits until helm-controller has uninstalled it (` + "`-toggles`" + ` rounds).

@@ -573,6 +573,7 @@ func TestCozystackMapping(t *testing.T) {
 			g.Expect(*a.Enabled).To(BeTrue(), name)
 		}
 		g.Expect(ts.Spec.Bundle.Addons).To(HaveKey("vertical-pod-autoscaler"), "apps/kubernetes gates VPA on monitoringAgents")
+		g.Expect(ts.Spec.Bundle.Cluster.GatewayAPI).To(BeTrue())
 	})
 
 	t.Run("an addon key the mapping does not know fails the render", func(t *testing.T) {

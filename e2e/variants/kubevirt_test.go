@@ -6,7 +6,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -138,56 +137,34 @@ var _ = Describe("A KubeVirt tenant", Ordered, func() {
 		Expect(history).NotTo(ContainElement(HaveField("Status", "failed")), "a release needed more than one attempt: %v", history)
 	})
 
-	It("renders an upgrade against the APIs the cluster serves now, not those of the first install", func(ctx SpecContext) {
+	It("turns the Gateway API on in a running cluster: its CRDs, then Cilium upgraded against the APIs it serves now", func(ctx SpecContext) {
 		// Cilium's chart adds its GatewayClass only where the Gateway API is
 		// served (gatewayAPI.gatewayClass.create: auto), which it was not at
-		// the install.
+		// the install: the upgrade must render against today's APIs.
 		class := &unstructured.Unstructured{}
 		class.SetAPIVersion("gateway.networking.k8s.io/v1")
 		class.SetKind("GatewayClass")
 		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "cilium"}, class)).To(
 			MatchError(ContainSubstring("no matches for kind")))
-		crd := gatewayClassCRD()
-		Expect(t.Client.Create(ctx, crd)).To(Succeed())
-		Eventually(func(g Gomega) []apiextensionsv1.CustomResourceDefinitionCondition {
-			g.Expect(t.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
-			return crd.Status.Conditions
-		}).WithContext(ctx).Should(ContainElement(And(
-			HaveField("Type", apiextensionsv1.Established), HaveField("Status", apiextensionsv1.ConditionTrue))))
 
-		By("a new StorageClass upgrades the CSI release, and a Cilium override upgrades Cilium")
+		By("spec.cluster.gatewayAPI on, and a new StorageClass for the CSI release in the same change")
 		changed := bundle.DeepCopy()
+		changed.Spec.Cluster.GatewayAPI = true
 		changed.Spec.Cloud.StorageClasses["fast"] = tenantv1.StorageClass{InfraStorageClass: "nvme"}
-		changed.Spec.Components = map[string]tenantv1.ComponentOverride{"cilium": {Values: &apiextensionsv1.JSON{
-			Raw: []byte(`{"cilium":{"operator":{"rollOutPods":false}}}`)}}}
 		Expect(t.ApplyBundle(ctx, changed)).To(Succeed())
 		expectReady(ctx, t)
+		Expect(releases(ctx, t)).To(ContainElement("kube-system/gateway-api-crds"))
 		var fast storagev1.StorageClass
 		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "fast"}, &fast)).To(Succeed())
 		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "cilium"}, class)).To(Succeed())
 		Expect(class.Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("controllerName", "io.cilium/gateway-controller")))
+		var ciliumConfig corev1.ConfigMap
+		Expect(t.Client.Get(ctx, types.NamespacedName{Namespace: "cozy-cilium", Name: "cilium-config"}, &ciliumConfig)).To(Succeed())
+		Expect(ciliumConfig.Data).To(HaveKeyWithValue("enable-gateway-api", "true"))
+		var envoy appsv1.DaemonSet
+		Expect(t.Client.Get(ctx, types.NamespacedName{Namespace: "cozy-cilium", Name: "cilium-envoy"}, &envoy)).To(Succeed())
 	})
 })
-
-// gatewayClassCRD is the GatewayClass CRD as far as serving the kind needs
-// (the gateway-api-crds addon installs the whole set).
-func gatewayClassCRD() *apiextensionsv1.CustomResourceDefinition {
-	preserve := true
-	return &apiextensionsv1.CustomResourceDefinition{
-		// *.k8s.io groups are served only with an API review's approval.
-		ObjectMeta: metav1.ObjectMeta{Name: "gatewayclasses.gateway.networking.k8s.io",
-			Annotations: map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/2466"}},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "gateway.networking.k8s.io",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gatewayclasses", Singular: "gatewayclass",
-				Kind: "GatewayClass", ListKind: "GatewayClassList"},
-			Scope: apiextensionsv1.ClusterScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: &preserve}}}},
-		},
-	}
-}
 
 func relabel(ctx SpecContext, c client.Client, backend string) {
 	var list corev1.NodeList

@@ -42,6 +42,9 @@ type Addon struct {
 	// ValuesWhenEnabled are values taken while another addon is enabled
 	// (gpu-operator's device plugin is off while HAMi runs).
 	ValuesWhenEnabled map[string]map[string]any `json:"valuesWhenEnabled,omitempty"`
+	// ValuesIf are values taken while a boolean fact of the cluster is true
+	// (cert-manager's Gateway API support with gatewayAPI).
+	ValuesIf map[string]map[string]any `json:"valuesIf,omitempty"`
 	// ValuesOf names another addon whose TenantBundle values this one takes
 	// too, before its own (cert-manager's override reaches its CRDs chart).
 	ValuesOf string `json:"valuesOf,omitempty"`
@@ -95,6 +98,11 @@ func (a *Addons) index() error {
 		for other := range ad.ValuesWhenEnabled {
 			if a.byName[other] == nil {
 				return fmt.Errorf("addon %q: valuesWhenEnabled names unknown addon %q", ad.Name, other)
+			}
+		}
+		for f := range ad.ValuesIf {
+			if !KnownFact(f) {
+				return fmt.Errorf("addon %q: valuesIf names unknown fact %q", ad.Name, f)
 			}
 		}
 		if ad.ValuesOf != "" && a.byName[ad.ValuesOf] == nil {

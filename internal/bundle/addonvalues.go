@@ -3,6 +3,7 @@ package bundle
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -39,7 +40,7 @@ const ReasonMissingPlatformFacts = tenantv1.ReasonMissingPlatformFacts
 
 // MainValues computes the values of an addon's main component: the
 // catalogue's values with ${fact} expanded, then those it takes while
-// another addon is enabled, then the values the TenantBundle gives the
+// another addon is enabled or a boolean fact is "true", then the values the TenantBundle gives the
 // addon named by ValuesOf, then its own. The layers are the ones
 // Cozystack's apps/kubernetes renders (defaults mergeOverwrite'd by
 // addons.<name>.valuesOverride). It returns nil when there is nothing to
@@ -68,6 +69,11 @@ func (a *Addon) MainValues(facts map[string]string, enabled map[string]bool, cho
 	for _, other := range others {
 		if enabled[other] {
 			out = values.Merge(out, expandStrings(a.ValuesWhenEnabled[other], expand).(map[string]any))
+		}
+	}
+	for _, fact := range slices.Sorted(maps.Keys(a.ValuesIf)) {
+		if facts[fact] == "true" {
+			out = values.Merge(out, expandStrings(a.ValuesIf[fact], expand).(map[string]any))
 		}
 	}
 	for _, name := range []string{a.ValuesOf, a.Name} {

@@ -17,6 +17,7 @@ func TestMainValues(t *testing.T) {
 		"off":    nil,
 	}, ValuesWhenEnabled: map[string]map[string]any{"hami": {"devicePlugin": map[string]any{"enabled": false}}}}
 	crds := &Addon{Name: "crds", ValuesOf: "manager"}
+	manager := &Addon{Name: "manager", ValuesIf: map[string]map[string]any{"gatewayAPI": {"config": map[string]any{"enableGatewayAPI": true}}}}
 	facts := map[string]string{"monitoringNamespace": "tenant-root", "platformClusterDomain": "cozy.local", "clusterName": "kubernetes-foo"}
 	tests := []struct {
 		name        string
@@ -41,6 +42,9 @@ func TestMainValues(t *testing.T) {
 			choices: map[string]Choice{"manager": {Values: js(`{"a":1,"b":1}`)}, "crds": {Values: js(`{"b":2}`)}},
 			want:    `{"a":1,"b":2}`},
 		{name: "nothing to set", addon: crds},
+		{name: "values while a boolean fact is true", addon: manager, facts: map[string]string{"gatewayAPI": "true"},
+			want: `{"config":{"enableGatewayAPI":true}}`},
+		{name: "not while it is false", addon: manager, facts: map[string]string{"gatewayAPI": "false"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -39,6 +39,9 @@ type Component struct {
 	Chart   ChartRef       `json:"chart"`
 	Release ReleaseRef     `json:"release"`
 	Values  map[string]any `json:"values,omitempty"`
+	// ValuesIf are values merged over Values while the named boolean fact
+	// is true (Cilium's Gateway API support with gatewayAPI).
+	ValuesIf map[string]map[string]any `json:"valuesIf,omitempty"`
 	// Facts maps a dotted values path to the name of a cluster fact.
 	Facts map[string]string `json:"facts,omitempty"`
 }
@@ -108,6 +111,11 @@ func (d *Definition) Validate() error {
 		for p, f := range c.Facts {
 			if !KnownFact(f) {
 				return fmt.Errorf("component %q: values path %s names unknown fact %q", c.Name, p, f)
+			}
+		}
+		for f := range c.ValuesIf {
+			if !KnownFact(f) {
+				return fmt.Errorf("component %q: valuesIf names unknown fact %q", c.Name, f)
 			}
 		}
 		for _, f := range []string{c.If, c.Unless} {

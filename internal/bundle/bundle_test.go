@@ -3,6 +3,7 @@ package bundle
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -181,5 +182,44 @@ func TestLoadRejectsUnknownFields(t *testing.T) {
 	fsys := fstest.MapFS{"x/bundle.yaml": {Data: []byte("name: x\ncomponents: []\nsurprise: 1\n")}}
 	if _, err := Load(fsys, "x"); err == nil {
 		t.Fatal("a bundle with an unknown field must not load")
+	}
+}
+
+// The Gateway API, when on, puts its CRDs before Cilium and turns Cilium's
+// gateway support and Envoy on; when off, neither appears.
+func TestGatewayAPIInTheTenantBundle(t *testing.T) {
+	def, err := Load(bundles.FS, "tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, on := range []bool{false, true} {
+		facts, err := NewFacts(ClusterInput{APIEndpoint: "10.0.0.1:6443", PodCIDR: "10.243.0.0/16", ServiceCIDR: "10.95.0.0/16", GatewayAPI: on}, def.Settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := def.Plan(facts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		var cilium Component
+		for _, c := range plan {
+			names = append(names, c.Name)
+			if c.Name == "cilium" {
+				cilium = c
+			}
+		}
+		vals := Values(cilium, facts, nil)["cilium"].(map[string]any)
+		_, gateway := vals["gatewayAPI"]
+		_, envoy := vals["envoy"]
+		if on {
+			if names[0] != "gateway-api-crds" || !slices.Equal(cilium.DependsOn, []string{"gateway-api-crds"}) || !gateway || !envoy {
+				t.Fatalf("on: plan %v, cilium after %v, gateway values %v/%v", names, cilium.DependsOn, gateway, envoy)
+			}
+			continue
+		}
+		if slices.Contains(names, "gateway-api-crds") || len(cilium.DependsOn) != 0 || gateway || envoy {
+			t.Fatalf("off: plan %v, cilium after %v, gateway values %v/%v", names, cilium.DependsOn, gateway, envoy)
+		}
 	}
 }

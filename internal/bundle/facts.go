@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,8 +20,8 @@ type Facts map[string]any
 var knownFacts = map[string]bool{
 	"apiEndpoint": true, "apiHost": true, "apiPort": true,
 	"podCIDR": true, "serviceCIDR": true, "dnsServiceIP": true,
-	"kubeProxyReplacement": true,
-	"storageClasses":       true, "credentialsSecret": true, "kubeMinor": true,
+	"kubeProxyReplacement": true, "gatewayAPI": true,
+	"storageClasses": true, "credentialsSecret": true, "kubeMinor": true,
 }
 
 // KnownFact reports whether name is a fact bundles may use.
@@ -35,6 +36,8 @@ func (f Facts) Bool(name string) bool {
 // ClusterInput is what the TenantBundle says about the cluster.
 type ClusterInput struct {
 	APIEndpoint, PodCIDR, ServiceCIDR, DNSServiceIP string
+	// GatewayAPI says whether the Gateway API is on.
+	GatewayAPI bool
 	// StorageClasses is the chart-shaped storage class map (name ->
 	// {infraStorageClass, default}).
 	StorageClasses map[string]any
@@ -86,6 +89,7 @@ func NewFacts(in ClusterInput, settings map[string]any) (Facts, error) {
 	f := Facts{
 		"apiEndpoint": in.APIEndpoint, "apiHost": host, "apiPort": int64(port),
 		"podCIDR": in.PodCIDR, "serviceCIDR": in.ServiceCIDR, "dnsServiceIP": dns,
+		"gatewayAPI": in.GatewayAPI,
 	}
 	if in.StorageClasses != nil {
 		f["storageClasses"] = in.StorageClasses
@@ -104,15 +108,22 @@ func NewFacts(in ClusterInput, settings map[string]any) (Facts, error) {
 	return f, nil
 }
 
-// Values computes a component's values: static values, then facts at their
-// paths, then the override. The override is merged last and never
+// Values computes a component's values: static values (with those of
+// ValuesIf whose fact is true), then facts at their paths, then the
+// override. The override is merged last and never
 // reverted, so a tenant admin's edit survives every reconcile.
 func Values(c Component, facts Facts, override map[string]any) map[string]any {
 	injected := map[string]any{}
 	for p, name := range c.Facts {
 		setPath(injected, strings.Split(p, "."), facts[name])
 	}
-	return values.Merge(values.Merge(c.Values, injected), override)
+	static := c.Values
+	for _, name := range slices.Sorted(maps.Keys(c.ValuesIf)) {
+		if facts.Bool(name) {
+			static = values.Merge(static, c.ValuesIf[name])
+		}
+	}
+	return values.Merge(values.Merge(static, injected), override)
 }
 
 // NullOmittedDefaults makes a map-valued fact replace the chart's default

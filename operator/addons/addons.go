@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -130,6 +131,7 @@ func platformFacts(obj *tenantv1.TenantBundle) map[string]string {
 	return map[string]string{
 		bundle.FactClusterName: p.ClusterName, bundle.FactTenantNamespace: p.Namespace,
 		bundle.FactMonitoringNamespace: p.MonitoringNamespace, bundle.FactPlatformClusterDomain: domain,
+		"gatewayAPI": strconv.FormatBool(obj.Spec.Cluster.GatewayAPI),
 	}
 }
 

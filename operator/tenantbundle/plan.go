@@ -66,7 +66,7 @@ func (r *Reconciler) makePlan(ctx context.Context, obj *tenantv1.TenantBundle) (
 	}
 	c := obj.Spec.Cluster
 	p.facts, err = bundle.NewFacts(bundle.ClusterInput{APIEndpoint: c.APIEndpoint, PodCIDR: c.PodCIDR,
-		ServiceCIDR: c.ServiceCIDR, DNSServiceIP: c.DNSServiceIP,
+		ServiceCIDR: c.ServiceCIDR, DNSServiceIP: c.DNSServiceIP, GatewayAPI: c.GatewayAPI,
 		StorageClasses: storageClasses(obj.Spec.Cloud.StorageClasses), CredentialsSecret: credentials, KubeMinor: minor},
 		def.Settings)
 	if err != nil {

@@ -2,14 +2,15 @@
 How apps/kubernetes' addons map onto the tenant bundle (see README.md).
 Each entry: the addons this key switches (enabled follows
 addons.<key>.enabled), the addon its valuesOverride tunes, or the
-bootstrap component it overrides; "gatedBy" names another key whose
+bootstrap component it overrides, or the spec.cluster switch it sets;
+"gatedBy" names another key whose
 enabled switches it; "skip" says why a key is not seeded.
 */ -}}
 {{- define "tenant-operator.addonMap" -}}
 certManager: {addons: [cert-manager], values: cert-manager}
 cilium: {component: cilium}
 coredns: {component: coredns}
-gatewayAPI: {addons: [gateway-api-crds]}
+gatewayAPI: {cluster: gatewayAPI}
 gpuOperator: {addons: [gpu-operator], values: gpu-operator}
 hami: {addons: [hami], values: hami}
 monitoringAgents: {addons: [monitoring-agents, vertical-pod-autoscaler], values: monitoring-agents}

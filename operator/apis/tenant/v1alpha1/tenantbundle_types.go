@@ -90,6 +90,12 @@ type ClusterFacts struct {
 	// +optional
 	DNSServiceIP string `json:"dnsServiceIP,omitempty"`
 
+	// GatewayAPI turns the Gateway API on: its CRDs are installed before
+	// Cilium, and Cilium serves Gateways with its Envoy (Cozystack's
+	// addons.gatewayAPI).
+	// +optional
+	GatewayAPI bool `json:"gatewayAPI,omitempty"`
+
 	// RootHost is the tenant's DNS name that catalog apps publish under;
 	// charts read it as Cozystack's cluster value root-host.
 	// +optional
