@@ -148,7 +148,19 @@ func run(ctx context.Context, opts options) error {
 	applier := apply.New(direct)
 	// One puller: addons reuse the artifact the bootstrap pulled, and the
 	// bootstrap what the prefetch pulled while the manager starts.
-	puller := &source.Puller{CacheDir: opts.cacheDir, Log: ctrl.Log.WithName("source")}
+	variantFS := []fs.FS{variants.FS}
+	if opts.variantsDir != "" {
+		variantFS = append(variantFS, os.DirFS(opts.variantsDir))
+	}
+	loaded, err := bundle.LoadVariants(variantFS...)
+	if err != nil {
+		return err
+	}
+	hot, err := bundle.TreePaths(bundles.FS, loaded)
+	if err != nil {
+		return err
+	}
+	puller := &source.Puller{CacheDir: opts.cacheDir, Hot: bundle.Under(hot), Log: ctrl.Log.WithName("source")}
 	go tenantbundle.Prefetch(ctx, direct, puller)
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -199,14 +211,6 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	helmClient, err := helm.New(cfg)
-	if err != nil {
-		return err
-	}
-	variantFS := []fs.FS{variants.FS}
-	if opts.variantsDir != "" {
-		variantFS = append(variantFS, os.DirFS(opts.variantsDir))
-	}
-	loaded, err := bundle.LoadVariants(variantFS...)
 	if err != nil {
 		return err
 	}

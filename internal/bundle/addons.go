@@ -277,3 +277,61 @@ func (a *Addons) Select(choices map[string]Choice) (*Selection, error) {
 }
 
 func dedupe(sorted []string) []string { return slices.Compact(sorted) }
+
+// TreePaths lists the packages-tree directories the bundles of fsys, their
+// addon catalogues and the variants name: charts and libraries, the part of
+// an artifact that is read first.
+func TreePaths(fsys fs.FS, variants map[string]*Variant) ([]string, error) {
+	files, err := fs.Glob(fsys, "*/bundle.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	add := func(cs []Component) {
+		for _, c := range cs {
+			if c.Chart.Path != "" {
+				out = append(out, c.Chart.Path)
+			}
+			for _, l := range c.Chart.Libraries {
+				out = append(out, l)
+			}
+		}
+	}
+	for _, f := range files {
+		name := path.Dir(f)
+		def, err := Load(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		add(def.Components)
+		addons, err := LoadAddons(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range addons.Libraries {
+			out = append(out, l.Path)
+		}
+		for _, a := range addons.Addons {
+			for _, c := range a.Components {
+				out = append(out, c.Path)
+			}
+		}
+	}
+	for _, v := range variants {
+		add(v.Components)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// Under returns whether name is one of dirs or inside one.
+func Under(dirs []string) func(name string) bool {
+	return func(name string) bool {
+		for _, d := range dirs {
+			if name == d || strings.HasPrefix(name, d+"/") {
+				return true
+			}
+		}
+		return false
+	}
+}

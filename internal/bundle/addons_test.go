@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cozystack/tenant-operator/bundles"
+	"github.com/cozystack/tenant-operator/variants"
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 )
 
@@ -82,3 +83,25 @@ func TestAddonCatalogueRejectsCycles(t *testing.T) {
 }
 
 func equal(a, b []string) bool { return slices.Equal(a, b) }
+
+func TestTreePaths(t *testing.T) {
+	vs, err := LoadVariants(variants.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := TreePaths(bundles.FS, vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"system/cilium", "system/coredns", "system/vsnap-crd", "system/kubevirt-csi-node", "system/metrics-server", "library/cozy-lib"} {
+		if !slices.Contains(paths, want) {
+			t.Errorf("%s missing from %v", want, paths)
+		}
+	}
+	under := Under(paths)
+	for name, want := range map[string]bool{"system/cilium": true, "system/cilium/values.yaml": true, "system/cilium-networkpolicy/x": false, "system": false, "apps/x": false} {
+		if under(name) != want {
+			t.Errorf("Under(%q) = %v", name, !want)
+		}
+	}
+}

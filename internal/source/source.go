@@ -68,8 +68,12 @@ const DefaultMemoryLimit = 32 << 20
 type Puller struct {
 	CacheDir string
 	// MemoryLimit bounds the trees served from memory (DefaultMemoryLimit
-	// when 0); a larger one is extracted to disk before it is served.
+	// when 0); of a larger one only the Hot names stay in memory, and the
+	// rest is served once its copy on disk is written.
 	MemoryLimit int64
+	// Hot says which names of a tree are read first (the charts the
+	// bundles name); nil: none.
+	Hot func(name string) bool
 	// Log reports a tree that could not be written to disk; it is then
 	// served from memory and pulled again after a restart.
 	Log logr.Logger

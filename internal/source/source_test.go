@@ -170,23 +170,40 @@ func TestPullWritesTheTreeBehindTheCaller(t *testing.T) {
 	}
 }
 
-// A tree larger than the memory limit is extracted to disk before it is
-// served, so a large packages tree never sits in memory.
-func TestPullSpillsALargeTreeToDisk(t *testing.T) {
-	files := map[string]string{"a/Chart.yaml": "name: a\n", "b/Chart.yaml": "name: b\n", "c/values.yaml": "x: 1\n"}
+// A tree larger than the memory limit keeps only its hot names in memory;
+// the rest is served from the disk copy, written in the background, and
+// never sits in memory.
+func TestPullKeepsOnlyTheHotPartOfALargeTree(t *testing.T) {
+	files := map[string]string{"system/a/Chart.yaml": "name: a\n", "system/a/values.yaml": "x: 1\n",
+		"system/b/Chart.yaml": "name: b\n", "apps/c/values.yaml": "x: 1\n"}
 	host, _ := registry(t, files)
-	p := &Puller{CacheDir: t.TempDir(), MemoryLimit: 10}
+	hot := func(name string) bool { return name == "system/a" || strings.HasPrefix(name, "system/a/") }
+	p := &Puller{CacheDir: t.TempDir(), MemoryLimit: 10, Hot: hot}
 	art, err := p.Pull(context.Background(), Ref{URL: "oci://" + host + "/packages", Tag: "v1", Insecure: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, inMemory := art.FS.(*tree); inMemory {
-		t.Fatal("a tree over the limit is served from memory")
+	tr, ok := art.FS.(*tree)
+	if !ok || !tr.partial {
+		t.Fatalf("a large tree is served as %T", art.FS)
+	}
+	if m := tr.mem.Load(); m != nil {
+		if _, err := m.ReadFile("system/b/Chart.yaml"); err == nil {
+			t.Fatal("a cold file of a large tree is held in memory")
+		}
 	}
 	for name, body := range files {
 		if raw, err := fs.ReadFile(art.FS, name); err != nil || string(raw) != body {
 			t.Fatalf("%s: %q, %v", name, raw, err)
 		}
+	}
+	entries, err := fs.ReadDir(art.FS, "system")
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("system/: %v, %v", entries, err)
+	}
+	p.WaitWritten()
+	if _, ok := p.Cached(art.Digest); !ok {
+		t.Fatal("the disk copy is not complete")
 	}
 }
 

@@ -22,53 +22,94 @@ import (
 // a busy node, on the bootstrap's critical path between the TenantBundle
 // and its first install, and the charts were then read back from disk; the
 // memory is given back once the copy is written.
+//
+// A tree over the memory limit keeps only its hot paths in memory (the
+// charts the bundles name): a name outside them waits for the disk copy,
+// which is written in the background. Cozystack's packages tree is ~40 MiB
+// in ~5,000 files, and writing it before serving held the first install
+// back by about half a second.
 type tree struct {
 	disk fs.FS
 	mem  atomic.Pointer[memFS]
+	// partial: mem holds only the names hot reports; written is closed once
+	// the disk copy is complete (or failed, see err).
+	partial bool
+	hot     func(string) bool
+	written chan struct{}
+	err     error
 }
 
-func (t *tree) current() fs.FS {
-	if m := t.mem.Load(); m != nil {
-		return m
+// current is the FS that can answer for name: memory while it holds it,
+// else the disk copy, waited for.
+func (t *tree) current(name string) (fs.FS, error) {
+	if m := t.mem.Load(); m != nil && (!t.partial || t.hot(name)) {
+		return m, nil
 	}
-	return t.disk
+	if t.written != nil {
+		<-t.written
+		if t.err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: t.err}
+		}
+	}
+	return t.disk, nil
 }
 
-func (t *tree) Open(name string) (fs.File, error)          { return t.current().Open(name) }
-func (t *tree) ReadFile(name string) ([]byte, error)       { return fs.ReadFile(t.current(), name) }
-func (t *tree) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(t.current(), name) }
+func (t *tree) Open(name string) (fs.File, error) {
+	f, err := t.current(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.Open(name)
+}
+
+func (t *tree) ReadFile(name string) ([]byte, error) {
+	f, err := t.current(name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.ReadFile(f, name)
+}
+
+func (t *tree) ReadDir(name string) ([]fs.DirEntry, error) {
+	f, err := t.current(name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.ReadDir(f, name)
+}
 
 // unpack reads the layer into memory and writes it to the cache directory
-// in the background. A tree larger than the memory limit is extracted to
-// disk instead and served from there once complete.
+// in the background. Past the memory limit only hot files stay in memory
+// and the compressed layer is kept to write the whole tree from.
 func (p *Puller) unpack(r *content.VerifyReader, dgst digest.Digest) (*Artifact, error) {
 	dir := filepath.Join(p.CacheDir, dgst.Encoded())
 	limit := p.MemoryLimit
 	if limit == 0 {
 		limit = DefaultMemoryLimit
 	}
-	u := &unpacker{files: map[string][]byte{}, limit: limit, cacheDir: p.CacheDir}
-	defer u.cleanup()
-	if err := u.untar(r); err != nil {
+	hot := p.Hot
+	if hot == nil {
+		hot = func(string) bool { return false }
+	}
+	var layer bytes.Buffer
+	u := &unpacker{files: map[string][]byte{}, limit: limit, hot: hot}
+	if err := u.untar(io.TeeReader(r, &layer)); err != nil {
 		return nil, err
 	}
 	// Drain and verify: a tar reader may stop before the gzip trailer.
-	if _, err := io.Copy(io.Discard, r); err != nil {
+	if _, err := io.Copy(io.Discard, io.TeeReader(r, &layer)); err != nil {
 		return nil, err
 	}
 	if err := r.Verify(); err != nil {
 		return nil, fmt.Errorf("%w: layer: %v", ErrInvalidArtifact, err)
 	}
-	if u.tmp != "" {
-		if err := commit(u.tmp, dir); err != nil {
-			return nil, err
-		}
-		u.tmp = ""
-		return &Artifact{Digest: dgst.String(), FS: os.DirFS(dir)}, nil
-	}
-	t := &tree{disk: os.DirFS(dir)}
+	t := &tree{disk: os.DirFS(dir), partial: u.over, hot: hot, written: make(chan struct{})}
 	t.mem.Store(newMemFS(u.files))
 	art := &Artifact{Digest: dgst.String(), FS: t}
+	files := u.files
+	if !u.over {
+		layer = bytes.Buffer{} // everything is in files
+	}
 	p.mu.Lock()
 	if p.unwritten == nil {
 		p.unwritten = map[string]*Artifact{}
@@ -78,17 +119,46 @@ func (p *Puller) unpack(r *content.VerifyReader, dgst digest.Digest) (*Artifact,
 	p.persisting.Add(1)
 	go func() {
 		defer p.persisting.Done()
-		err := p.persist(u.files, dir)
+		var err error
+		if t.partial {
+			err = p.persistLayer(layer.Bytes(), dir)
+		} else {
+			err = p.persist(files, dir)
+		}
 		p.mu.Lock()
 		delete(p.unwritten, art.Digest)
 		p.mu.Unlock()
 		if err != nil {
-			p.Log.Error(err, "writing the artifact to the cache; it stays in memory", "digest", art.Digest)
+			p.Log.Error(err, "writing the artifact to the cache", "digest", art.Digest)
+			if t.partial {
+				t.err = err // what is not in memory cannot be served
+			}
+			close(t.written)
 			return
 		}
+		close(t.written)
 		t.mem.Store(nil)
 	}()
 	return art, nil
+}
+
+// persistLayer extracts a (verified) layer into the cache, as persist does
+// with files already in memory.
+func (p *Puller) persistLayer(layer []byte, dir string) error {
+	if err := os.MkdirAll(p.CacheDir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(p.CacheDir, ".pull-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := eachFile(bytes.NewReader(layer), func(name string, r io.Reader, _ int64) error {
+		return writeFile(tmp, name, r)
+	}); err != nil {
+		return err
+	}
+	return commit(tmp, dir)
 }
 
 // persist writes files into a temporary sibling of dir and renames it into
@@ -132,17 +202,22 @@ func commit(tmp, dir string) error {
 	return os.Rename(tmp, dir)
 }
 
-// unpacker keeps regular files in memory until they exceed limit, then
-// spills them and every later one to a temporary directory.
+// unpacker keeps regular files in memory until they exceed limit; past
+// it, only the hot ones.
 type unpacker struct {
-	files    map[string][]byte
-	size     int64
-	limit    int64
-	cacheDir string
-	tmp      string
+	files map[string][]byte
+	size  int64
+	limit int64
+	hot   func(string) bool
+	over  bool
 }
 
 func (u *unpacker) untar(r io.Reader) error {
+	return eachFile(r, u.add)
+}
+
+// eachFile calls f with every regular file of a tar.gz, by its clean name.
+func eachFile(r io.Reader, f func(name string, r io.Reader, size int64) error) error {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidArtifact, err)
@@ -162,36 +237,33 @@ func (u *unpacker) untar(r io.Reader) error {
 		if h.Typeflag != tar.TypeReg || name == "" {
 			continue
 		}
-		if err := u.add(name, io.LimitReader(tr, h.Size), h.Size); err != nil {
+		if err := f(name, io.LimitReader(tr, h.Size), h.Size); err != nil {
 			return err
 		}
 	}
 }
 
 func (u *unpacker) add(name string, r io.Reader, size int64) error {
-	if u.tmp == "" && u.size+size <= u.limit {
-		data, err := io.ReadAll(r)
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidArtifact, err)
+	if !u.over && u.size+size > u.limit {
+		// Past the limit: drop what is not hot; the disk copy will have it.
+		u.over = true
+		for n, data := range u.files {
+			if !u.hot(n) {
+				delete(u.files, n)
+				u.size -= int64(len(data))
+			}
 		}
-		u.files[name] = data
-		u.size += int64(len(data))
+	}
+	if u.over && !u.hot(name) {
 		return nil
 	}
-	if u.tmp == "" {
-		tmp, err := tempTree(u.cacheDir, u.files)
-		if err != nil {
-			return err
-		}
-		u.tmp, u.files = tmp, nil
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArtifact, err)
 	}
-	return writeFile(u.tmp, name, r)
-}
-
-func (u *unpacker) cleanup() {
-	if u.tmp != "" {
-		_ = os.RemoveAll(u.tmp)
-	}
+	u.files[name] = data
+	u.size += int64(len(data))
+	return nil
 }
 
 // writeFile writes one file of the tree under root; name is a clean,
