@@ -81,5 +81,5 @@ bench: world-bins upstream build ## Measure bootstrap vs the critical-path limit
 
 .PHONY: bench-ci
 bench-ci: world-bins upstream build ## The reduced bench CI runs: one run, one size, a few fault trials; fails only when a trial does not converge cleanly.
-	$(GO) run ./bench -runs 1 -sizes "" -idle 30s -toggles 5 -dependency-rounds 2 -kill-trials 2 -fault-trials 1 -strict -out $(BIN)/BENCHMARKS-ci.md
+	$(GO) run ./bench -runs 1 -sizes "" -idle 30s -toggles 5 -dependency-rounds 2 -kill-trials 2 -fault-trials 1 -tenant-runs 1 -strict -out $(BIN)/BENCHMARKS-ci.md
 	cat $(BIN)/BENCHMARKS-ci.md

@@ -40,74 +40,20 @@ func measureFluxChain(ctx context.Context, nodes int) (fluxResult, error) {
 		return fluxResult{}, err
 	}
 	defer w.Stop(false)
-	if err := w.StartFlux(ctx); err != nil {
-		return fluxResult{}, err
-	}
 	comps, facts, err := plan(w)
 	if err != nil {
 		return fluxResult{}, err
 	}
-	c, err := client.New(w.Config, client.Options{Scheme: framework.Scheme()})
+	var rels []chainRelease
+	for _, c := range comps {
+		rels = append(rels, chainRelease{name: c.Name, chartPath: c.Chart.Path, release: c.Release.Name,
+			namespace: c.Release.Namespace, dependsOn: c.DependsOn, values: bundle.Values(c, facts, nil)})
+	}
+	took, err := runChain(ctx, w, rels, nil)
 	if err != nil {
 		return fluxResult{}, err
 	}
-	if err := helmv2.AddToScheme(c.Scheme()); err != nil {
-		return fluxResult{}, err
-	}
-	if err := sourcev1.AddToScheme(c.Scheme()); err != nil {
-		return fluxResult{}, err
-	}
-	tree, err := packages.CozystackDir()
-	if err != nil {
-		return fluxResult{}, err
-	}
-	chartNames := map[string]string{}
-	for _, comp := range comps {
-		dir := filepath.Join(tree, comp.Chart.Path)
-		if _, err := packages.PushChart(ctx, w.RegistryHost, "charts", dir); err != nil {
-			return fluxResult{}, err
-		}
-		ch, err := loader.LoadDir(dir)
-		if err != nil {
-			return fluxResult{}, err
-		}
-		chartNames[comp.Name] = ch.Name()
-	}
-	ns := world.FluxNamespace
-	repo := &sourcev1.HelmRepository{
-		ObjectMeta: metav1.ObjectMeta{Name: "charts", Namespace: ns},
-		Spec: sourcev1.HelmRepositorySpec{URL: "oci://" + w.RegistryHost + "/charts", Type: "oci", Insecure: true,
-			Interval: metav1.Duration{Duration: 5 * time.Minute}},
-	}
-	wc, err := watchingClient(w.Config)
-	if err != nil {
-		return fluxResult{}, err
-	}
-	ready, err := watchUntil(ctx, wc, &helmv2.HelmReleaseList{}, 5*time.Minute, func(objs []runtime.Object) (bool, error) {
-		ready := 0
-		for _, o := range objs {
-			if conditions.IsReady(o.(*helmv2.HelmRelease)) {
-				ready++
-			}
-		}
-		return ready == len(comps), nil
-	}, client.InNamespace(ns))
-	if err != nil {
-		return fluxResult{}, err
-	}
-	start := time.Now()
-	if err := c.Create(ctx, repo); err != nil {
-		return fluxResult{}, err
-	}
-	for _, comp := range comps {
-		if err := c.Create(ctx, helmRelease(comp, chartNames[comp.Name], facts, ns)); err != nil {
-			return fluxResult{}, err
-		}
-	}
-	if err := ready(); err != nil {
-		return fluxResult{}, err
-	}
-	res := fluxResult{ready: time.Since(start), helmReleases: len(comps)}
+	res := fluxResult{ready: took, helmReleases: len(rels)}
 	pid, err := pidOf(w, "helm-controller")
 	if err != nil {
 		return fluxResult{}, err
@@ -115,33 +61,126 @@ func measureFluxChain(ctx context.Context, nodes int) (fluxResult, error) {
 	if res.helmRSS, err = framework.ReadMemory(pid); err != nil {
 		return fluxResult{}, err
 	}
-	// helm-controller's finalizers would outlive it otherwise.
-	for _, comp := range comps {
-		_ = c.Delete(ctx, &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: comp.Name, Namespace: ns}})
-	}
 	return res, nil
 }
 
-func helmRelease(comp bundle.Component, chart string, facts bundle.Facts, ns string) *helmv2.HelmRelease {
-	raw, _ := json.Marshal(bundle.Values(comp, facts, nil))
+// chainRelease is one HelmRelease of a chain the real helm-controller
+// reconciles: the chart in Cozystack's tree, where it goes, what it waits
+// for.
+type chainRelease struct {
+	name, chartPath, release, namespace string
+	dependsOn                           []string
+	values                              map[string]any
+}
+
+// runChain starts Flux in w, pushes the releases' charts from Cozystack's
+// tree as OCI Helm charts, creates a HelmRepository and every HelmRelease
+// at once (shaped further by shape, when given) and returns the time from
+// their creation until a watch, opened before, has delivered every one
+// Ready. The HelmReleases are deleted afterwards: helm-controller's
+// finalizers would outlive it otherwise.
+func runChain(ctx context.Context, w *world.World, rels []chainRelease, shape func(*helmv2.HelmRelease)) (time.Duration, error) {
+	if err := w.StartFlux(ctx); err != nil {
+		return 0, err
+	}
+	c, err := client.New(w.Config, client.Options{Scheme: framework.Scheme()})
+	if err != nil {
+		return 0, err
+	}
+	for _, add := range []func(*runtime.Scheme) error{helmv2.AddToScheme, sourcev1.AddToScheme} {
+		if err := add(c.Scheme()); err != nil {
+			return 0, err
+		}
+	}
+	tree, err := packages.CozystackDir()
+	if err != nil {
+		return 0, err
+	}
+	ns := world.FluxNamespace
+	var hrs []*helmv2.HelmRelease
+	for _, r := range rels {
+		dir := filepath.Join(tree, r.chartPath)
+		if _, err := packages.PushChart(ctx, w.RegistryHost, "charts", dir); err != nil {
+			return 0, err
+		}
+		ch, err := loader.LoadDir(dir)
+		if err != nil {
+			return 0, err
+		}
+		hr, err := r.helmRelease(ch.Name(), ns)
+		if err != nil {
+			return 0, err
+		}
+		if shape != nil {
+			shape(hr)
+		}
+		hrs = append(hrs, hr)
+	}
+	repo := &sourcev1.HelmRepository{
+		ObjectMeta: metav1.ObjectMeta{Name: "charts", Namespace: ns},
+		Spec: sourcev1.HelmRepositorySpec{URL: "oci://" + w.RegistryHost + "/charts", Type: "oci", Insecure: true,
+			Interval: metav1.Duration{Duration: 5 * time.Minute}},
+	}
+	wc, err := watchingClient(w.Config)
+	if err != nil {
+		return 0, err
+	}
+	ready, err := watchUntil(ctx, wc, &helmv2.HelmReleaseList{}, 10*time.Minute, func(objs []runtime.Object) (bool, error) {
+		n := 0
+		for _, o := range objs {
+			if conditions.IsReady(o.(*helmv2.HelmRelease)) {
+				n++
+			}
+		}
+		return n == len(hrs), nil
+	}, client.InNamespace(ns))
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := c.Create(ctx, repo); err != nil {
+		return 0, err
+	}
+	for _, hr := range hrs {
+		if err := c.Create(ctx, hr); err != nil {
+			return 0, err
+		}
+	}
+	if err := ready(); err != nil {
+		return 0, err
+	}
+	took := time.Since(start)
+	for _, hr := range hrs {
+		_ = c.Delete(ctx, hr)
+	}
+	return took, nil
+}
+
+func (r chainRelease) helmRelease(chart, ns string) (*helmv2.HelmRelease, error) {
 	hr := &helmv2.HelmRelease{
-		ObjectMeta: metav1.ObjectMeta{Name: comp.Name, Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: r.name, Namespace: ns},
 		Spec: helmv2.HelmReleaseSpec{
 			Interval:         metav1.Duration{Duration: 5 * time.Minute},
-			ReleaseName:      comp.Release.Name,
-			TargetNamespace:  comp.Release.Namespace,
-			StorageNamespace: comp.Release.Namespace,
+			ReleaseName:      r.release,
+			TargetNamespace:  r.namespace,
+			StorageNamespace: r.namespace,
 			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
 				Chart: chart, Version: "*",
 				SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"},
 			}},
 			Install: &helmv2.Install{CreateNamespace: true,
 				Remediation: &helmv2.InstallRemediation{Retries: -1}},
-			Values: &apiextensionsv1.JSON{Raw: raw},
 		},
 	}
-	for _, dep := range comp.DependsOn {
+	if len(r.values) > 0 {
+		raw, err := json.Marshal(r.values)
+		if err != nil {
+			return nil, err
+		}
+		hr.Spec.Values = &apiextensionsv1.JSON{Raw: raw}
+	}
+	for _, dep := range r.dependsOn {
 		hr.Spec.DependsOn = append(hr.Spec.DependsOn, meta.DependencyReference{Name: dep})
 	}
-	return hr
+	return hr, nil
 }

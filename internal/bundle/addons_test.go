@@ -7,8 +7,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/cozystack/tenant-operator/bundles"
-	"github.com/cozystack/tenant-operator/variants"
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
+	"github.com/cozystack/tenant-operator/variants"
 )
 
 func TestSelectAddons(t *testing.T) {
