@@ -1,5 +1,5 @@
 // Command demo bootstraps a simulated tenant cluster end to end: a world
-// with three NotReady fake nodes, the stand-in packages artifact in a real
+// with three NotReady fake nodes, Cozystack's real packages artifact in a real
 // registry, the operator running from its seeded Deployment, and the
 // TenantBundle going Ready. It prints each component's progress with timings
 // and leaves the world up for a look around until interrupted.
