@@ -137,11 +137,9 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 		Expect(out).To(ContainSubstring("cert-manager-crds is disabled but needed by cert-manager"))
 
 		By("an edit that bypasses the CLI is Stalled, naming the dependent, and removes nothing")
-		b, err := t.Bundle(ctx, "tenant")
-		Expect(err).NotTo(HaveOccurred())
-		patch := client.MergeFrom(b.DeepCopy())
-		b.Spec.Addons["cert-manager-crds"] = tenantv1.AddonSpec{Enabled: ptr.To(false)}
-		Expect(t.Client.Patch(ctx, b, patch)).To(Succeed())
+		editBundle(ctx, t, func(b *tenantv1.TenantBundle) {
+			b.Spec.Addons["cert-manager-crds"] = tenantv1.AddonSpec{Enabled: ptr.To(false)}
+		})
 		Eventually(func(g Gomega) {
 			c := framework.Condition(ctx, t, tenantv1.StalledCondition)(g)
 			g.Expect(c.Reason).To(Equal(tenantv1.ReasonDependencyDisabled))
@@ -243,11 +241,9 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 	})
 
 	It("refuses an addon that needs where the tenant sits on the platform until the seed says it, and then passes the management side's values", func(ctx SpecContext) {
-		b, err := t.Bundle(ctx, "tenant")
-		Expect(err).NotTo(HaveOccurred())
-		patch := client.MergeFrom(b.DeepCopy())
-		b.Spec.Addons["monitoring-agents"] = tenantv1.AddonSpec{Enabled: ptr.To(true)}
-		Expect(t.Client.Patch(ctx, b, patch)).To(Succeed())
+		editBundle(ctx, t, func(b *tenantv1.TenantBundle) {
+			b.Spec.Addons["monitoring-agents"] = tenantv1.AddonSpec{Enabled: ptr.To(true)}
+		})
 		Eventually(func(g Gomega) {
 			c := framework.Condition(ctx, t, tenantv1.AddonsReadyCondition)(g)
 			g.Expect(c.Reason).To(Equal(tenantv1.ReasonMissingPlatformFacts))
@@ -256,25 +252,29 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 		Expect(apierrors.IsNotFound(t.Client.Get(ctx, client.ObjectKey{Name: "addon.monitoring-agents"}, &cozyv1.Package{}))).To(BeTrue())
 
 		By("the management side seeding spec.platform")
-		b, err = t.Bundle(ctx, "tenant")
-		Expect(err).NotTo(HaveOccurred())
-		patch = client.MergeFrom(b.DeepCopy())
-		b.Spec.Platform = tenantv1.PlatformFacts{ClusterName: "kubernetes-foo", Namespace: "tenant-foo", MonitoringNamespace: "tenant-root"}
-		Expect(t.Client.Patch(ctx, b, patch)).To(Succeed())
+		editBundle(ctx, t, func(b *tenantv1.TenantBundle) {
+			b.Spec.Platform = tenantv1.PlatformFacts{ClusterName: "kubernetes-foo", Namespace: "tenant-foo", MonitoringNamespace: "tenant-root"}
+		})
 		Eventually(func(g Gomega) {
 			var hr helmv2.HelmRelease
 			g.Expect(t.Client.Get(ctx, client.ObjectKey{Namespace: "cozy-monitoring", Name: "cozy-monitoring-agents"}, &hr)).To(Succeed())
 			g.Expect(string(hr.Spec.Values.Raw)).To(ContainSubstring("http://vminsert-shortterm.tenant-root.svc.cozy.local:8480/insert/0/prometheus"))
 		}).WithContext(ctx).Should(Succeed())
 
-		b, err = t.Bundle(ctx, "tenant")
-		Expect(err).NotTo(HaveOccurred())
-		patch = client.MergeFrom(b.DeepCopy())
-		delete(b.Spec.Addons, "monitoring-agents")
-		Expect(t.Client.Patch(ctx, b, patch)).To(Succeed())
+		editBundle(ctx, t, func(b *tenantv1.TenantBundle) { delete(b.Spec.Addons, "monitoring-agents") })
 		framework.ExpectReady(ctx, t)
 	})
 })
+
+// editBundle changes the TenantBundle as a tenant admin's kubectl edit
+// would: a merge patch of what edit changes.
+func editBundle(ctx context.Context, t *framework.Tenant, edit func(*tenantv1.TenantBundle)) {
+	b, err := t.Bundle(ctx, "tenant")
+	Expect(err).NotTo(HaveOccurred())
+	patch := client.MergeFrom(b.DeepCopy())
+	edit(b)
+	Expect(t.Client.Patch(ctx, b, patch)).To(Succeed())
+}
 
 // addonsReady passes once AddonsReady is True for the current generation.
 func addonsReady(ctx context.Context, t *framework.Tenant) func(Gomega) {

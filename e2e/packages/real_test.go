@@ -447,16 +447,10 @@ func TestAddonValuesReachTheRealCharts(t *testing.T) {
 	})
 }
 
-// cozystackMapping renders manifests/cozystack's templates as they would
-// run inside apps/kubernetes: with the snapshot's real values.yaml, the
-// platform's _namespace and _cluster, and overrides.
-func cozystackMapping(t *testing.T, overrides map[string]any) (*seederv1.TenantSeed, error) {
+// kubernetesValues are the snapshot's packages/apps/kubernetes/values.yaml.
+func kubernetesValues(t *testing.T) chartutil.Values {
 	t.Helper()
 	dir, err := CozystackDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,6 +458,19 @@ func cozystackMapping(t *testing.T, overrides map[string]any) (*seederv1.TenantS
 	if err != nil {
 		t.Fatal(err)
 	}
+	return vals
+}
+
+// cozystackMapping renders manifests/cozystack's templates as they would
+// run inside apps/kubernetes: with the snapshot's real values.yaml, the
+// platform's _namespace and _cluster, and overrides.
+func cozystackMapping(t *testing.T, overrides map[string]any) (*seederv1.TenantSeed, error) {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := kubernetesValues(t)
 	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: "v2", Name: "kubernetes", Version: "0.0.0"}, Values: vals}
 	for _, name := range []string{"_tenant-operator.tpl", "tenantseed.yaml"} {
 		raw, err := os.ReadFile(filepath.Join(root, "manifests", "cozystack", "templates", name))
@@ -496,14 +503,7 @@ func cozystackMapping(t *testing.T, overrides map[string]any) (*seederv1.TenantS
 // tenant bundle (or says why not), and what it maps to is what the bundle
 // knows.
 func TestCozystackMapping(t *testing.T) {
-	dir, err := CozystackDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ReadValuesFile(filepath.Join(dir, "apps", "kubernetes", "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	vals := kubernetesValues(t)
 	keys := []string{}
 	for k := range vals["addons"].(map[string]any) {
 		keys = append(keys, k)
