@@ -8,7 +8,6 @@ import (
 	"context"
 	"flag"
 	"os"
-	"path/filepath"
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -26,7 +25,7 @@ import (
 
 func main() {
 	var (
-		metricsAddr, leaderNS, cacheDir string
+		metricsAddr, leaderNS string
 		leaderElect                     bool
 		statusInterval                  time.Duration
 	)
@@ -34,18 +33,17 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "use a Lease so that only one instance acts")
 	flag.StringVar(&leaderNS, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease")
 	flag.DurationVar(&statusInterval, "status-interval", 30*time.Second, "how often a seeded tenant's status is read back")
-	flag.StringVar(&cacheDir, "cache-dir", filepath.Join(os.TempDir(), "tenant-seeder"), "where pulled packages artifacts are kept, by digest")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	if err := run(ctrl.SetupSignalHandler(), metricsAddr, leaderNS, cacheDir, leaderElect, statusInterval); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), metricsAddr, leaderNS, leaderElect, statusInterval); err != nil {
 		ctrl.Log.Error(err, "exiting")
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, metricsAddr, leaderNS, cacheDir string, leaderElect bool, statusInterval time.Duration) error {
+func run(ctx context.Context, metricsAddr, leaderNS string, leaderElect bool, statusInterval time.Duration) error {
 	s := scheme.New()
 	utilruntime.Must(seederv1.AddToScheme(s))
 	cfg := ctrl.GetConfigOrDie()
