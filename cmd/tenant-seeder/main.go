@@ -26,8 +26,8 @@ import (
 func main() {
 	var (
 		metricsAddr, leaderNS string
-		leaderElect                     bool
-		statusInterval                  time.Duration
+		leaderElect           bool
+		statusInterval        time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "metrics address; 0 disables")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "use a Lease so that only one instance acts")
