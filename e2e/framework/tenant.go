@@ -73,23 +73,22 @@ func Build(dir, name string) (string, error) {
 // to the world's registry as Cozystack publishes it, and returns its oci://
 // URL and manifest digest.
 func PushPackages(ctx context.Context, w *world.World) (url, digest string, err error) {
-	dir, err := packages.CozystackDir()
-	if err != nil {
-		return "", "", err
-	}
-	digest, err = packages.PushFluxArtifact(ctx, w.RegistryHost, PackagesRepo, PackagesTag, dir)
-	return "oci://" + w.RegistryHost + "/" + PackagesRepo, digest, err
+	return pushPackages(ctx, w)
 }
 
 // PushPackagesWithTestApps is PushPackages with our catalog test apps
 // (e2e/testdata/packages/apps, which Cozystack does not ship) added to the
 // tree, as a platform that publishes apps of its own would.
 func PushPackagesWithTestApps(ctx context.Context, w *world.World) (url, digest string, err error) {
+	return pushPackages(ctx, w, packages.TestdataDir())
+}
+
+func pushPackages(ctx context.Context, w *world.World, overlays ...string) (url, digest string, err error) {
 	dir, err := packages.CozystackDir()
 	if err != nil {
 		return "", "", err
 	}
-	digest, err = packages.PushFluxArtifact(ctx, w.RegistryHost, PackagesRepo, PackagesTag, dir, packages.TestdataDir())
+	digest, err = packages.PushFluxArtifact(ctx, w.RegistryHost, PackagesRepo, PackagesTag, dir, overlays...)
 	return "oci://" + w.RegistryHost + "/" + PackagesRepo, digest, err
 }
 

@@ -376,7 +376,7 @@ func TestAddonValuesReachTheRealCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	facts := map[string]string{bundle.FactClusterName: "kubernetes-foo", bundle.FactTenantNamespace: "tenant-foo",
+	facts := bundle.Facts{bundle.FactClusterName: "kubernetes-foo", bundle.FactTenantNamespace: "tenant-foo",
 		bundle.FactMonitoringNamespace: "tenant-root", bundle.FactPlatformClusterDomain: "cozy.local"}
 	apis := []string{"monitoring.coreos.com/v1", "operator.victoriametrics.com/v1beta1", "autoscaling.k8s.io/v1",
 		"nvidia.com/v1", "cert-manager.io/v1"}

@@ -4,15 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/cozystack/tenant-operator/internal/values"
-	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
 // Platform facts: where the tenant sits on the Cozystack platform, which
@@ -34,46 +31,42 @@ var PlatformFactFields = map[string]string{
 	FactPlatformClusterDomain: "spec.platform.clusterDomain",
 }
 
-// ReasonMissingPlatformFacts: an enabled addon needs a platform fact the
-// TenantBundle does not have.
-const ReasonMissingPlatformFacts = tenantv1.ReasonMissingPlatformFacts
-
 // MainValues computes the values of an addon's main component: the
 // catalogue's values with ${fact} expanded, then those it takes while
-// another addon is enabled or a boolean fact is "true", then the values the TenantBundle gives the
-// addon named by ValuesOf, then its own. The layers are the ones
-// Cozystack's apps/kubernetes renders (defaults mergeOverwrite'd by
-// addons.<name>.valuesOverride). It returns nil when there is nothing to
-// set, and the facts it needs but does not have.
-func (a *Addon) MainValues(facts map[string]string, enabled map[string]bool, choices map[string]Choice) (*apiextensionsv1.JSON, []string, error) {
+// another addon is enabled or a boolean fact is true, then the values the
+// TenantBundle gives the addon named by ValuesOf, then its own. The layers
+// are the ones Cozystack's apps/kubernetes renders (defaults
+// mergeOverwrite'd by addons.<name>.valuesOverride). It returns nil when
+// there is nothing to set, and the facts it names but has no value for.
+func (a *Addon) MainValues(facts Facts, enabled map[string]bool, choices map[string]Choice) (*apiextensionsv1.JSON, []string, error) {
 	var missing []string
 	expand := func(s string) string {
 		return factRef.ReplaceAllStringFunc(s, func(ref string) string {
 			name := factRef.FindStringSubmatch(ref)[1]
-			v, ok := facts[name]
-			if !ok || v == "" {
+			v, _ := facts[name].(string)
+			if v == "" {
 				missing = append(missing, name)
 			}
 			return v
 		})
 	}
+	layer := func(out, v map[string]any) map[string]any {
+		return values.Merge(out, expandStrings(v, expand).(map[string]any))
+	}
+	// The base is copied, not merged: its nulls must reach Helm, where they
+	// remove a chart default.
 	out := map[string]any{}
 	if a.Values != nil {
 		out = expandStrings(a.Values, expand).(map[string]any)
 	}
-	others := make([]string, 0, len(a.ValuesWhenEnabled))
-	for other := range a.ValuesWhenEnabled {
-		others = append(others, other)
-	}
-	sort.Strings(others)
-	for _, other := range others {
+	for _, other := range slices.Sorted(maps.Keys(a.ValuesWhenEnabled)) {
 		if enabled[other] {
-			out = values.Merge(out, expandStrings(a.ValuesWhenEnabled[other], expand).(map[string]any))
+			out = layer(out, a.ValuesWhenEnabled[other])
 		}
 	}
 	for _, fact := range slices.Sorted(maps.Keys(a.ValuesIf)) {
-		if facts[fact] == "true" {
-			out = values.Merge(out, expandStrings(a.ValuesIf[fact], expand).(map[string]any))
+		if facts.Bool(fact) {
+			out = layer(out, a.ValuesIf[fact])
 		}
 	}
 	for _, name := range []string{a.ValuesOf, a.Name} {
@@ -87,20 +80,17 @@ func (a *Addon) MainValues(facts map[string]string, enabled map[string]bool, cho
 		}
 		out = values.Merge(out, given)
 	}
-	sort.Strings(missing)
+	slices.Sort(missing)
+	missing = slices.Compact(missing)
 	if len(out) == 0 {
-		return nil, slices.Compact(missing), nil
+		return nil, missing, nil
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &apiextensionsv1.JSON{Raw: raw}, slices.Compact(missing), nil
+	return &apiextensionsv1.JSON{Raw: raw}, missing, nil
 }
-
-// factRef is a fact named in a value: only the braced form, so that a
-// literal "$" in a configuration text stays as it is.
-var factRef = regexp.MustCompile(`\$\{([A-Za-z][A-Za-z0-9]*)\}`)
 
 // MissingFactsMessage says which TenantBundle fields an addon needs.
 func MissingFactsMessage(addon string, missing []string) string {

@@ -18,11 +18,11 @@ func TestMainValues(t *testing.T) {
 	}, ValuesWhenEnabled: map[string]map[string]any{"hami": {"devicePlugin": map[string]any{"enabled": false}}}}
 	crds := &Addon{Name: "crds", ValuesOf: "manager"}
 	manager := &Addon{Name: "manager", ValuesIf: map[string]map[string]any{"gatewayAPI": {"config": map[string]any{"enableGatewayAPI": true}}}}
-	facts := map[string]string{"monitoringNamespace": "tenant-root", "platformClusterDomain": "cozy.local", "clusterName": "kubernetes-foo"}
+	facts := Facts{"monitoringNamespace": "tenant-root", "platformClusterDomain": "cozy.local", "clusterName": "kubernetes-foo"}
 	tests := []struct {
 		name        string
 		addon       *Addon
-		facts       map[string]string
+		facts       Facts
 		enabled     map[string]bool
 		choices     map[string]Choice
 		want        string // JSON, "" for nil
@@ -35,16 +35,16 @@ func TestMainValues(t *testing.T) {
 		{name: "the TenantBundle's values last", addon: agent, facts: facts,
 			choices: map[string]Choice{"agent": {Values: js(`{"url":"http://elsewhere","labels":{"team":"a"}}`)}},
 			want:    `{"labels":{"cluster":"kubernetes-foo","team":"a"},"list":["$literal","kubernetes-foo-x"],"off":null,"url":"http://elsewhere"}`},
-		{name: "a missing fact is reported", addon: agent, facts: map[string]string{"platformClusterDomain": "cozy.local"},
+		{name: "a missing fact is reported", addon: agent, facts: Facts{"platformClusterDomain": "cozy.local"},
 			want:        `{"labels":{"cluster":""},"list":["$literal","-x"],"off":null,"url":"http://vminsert..svc.cozy.local:8480"}`,
 			wantMissing: []string{"clusterName", "monitoringNamespace"}},
 		{name: "another addon's values, then its own", addon: crds,
 			choices: map[string]Choice{"manager": {Values: js(`{"a":1,"b":1}`)}, "crds": {Values: js(`{"b":2}`)}},
 			want:    `{"a":1,"b":2}`},
 		{name: "nothing to set", addon: crds},
-		{name: "values while a boolean fact is true", addon: manager, facts: map[string]string{"gatewayAPI": "true"},
+		{name: "values while a boolean fact is true", addon: manager, facts: Facts{"gatewayAPI": true},
 			want: `{"config":{"enableGatewayAPI":true}}`},
-		{name: "not while it is false", addon: manager, facts: map[string]string{"gatewayAPI": "false"}},
+		{name: "not while it is false", addon: manager, facts: Facts{"gatewayAPI": false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"net"
 	"net/netip"
-	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,9 +20,12 @@ type Facts map[string]any
 var knownFacts = map[string]bool{
 	"apiEndpoint": true, "apiHost": true, "apiPort": true,
 	"podCIDR": true, "serviceCIDR": true, "dnsServiceIP": true,
-	"kubeProxyReplacement": true, "gatewayAPI": true,
+	"kubeProxyReplacement": true, FactGatewayAPI: true,
 	"storageClasses": true, "credentialsSecret": true, "kubeMinor": true,
 }
+
+// FactGatewayAPI is true when the Gateway API is on (spec.cluster.gatewayAPI).
+const FactGatewayAPI = "gatewayAPI"
 
 // KnownFact reports whether name is a fact bundles may use.
 func KnownFact(name string) bool { return knownFacts[name] }
@@ -89,7 +92,7 @@ func NewFacts(in ClusterInput, settings map[string]any) (Facts, error) {
 	f := Facts{
 		"apiEndpoint": in.APIEndpoint, "apiHost": host, "apiPort": int64(port),
 		"podCIDR": in.PodCIDR, "serviceCIDR": in.ServiceCIDR, "dnsServiceIP": dns,
-		"gatewayAPI": in.GatewayAPI,
+		FactGatewayAPI: in.GatewayAPI,
 	}
 	if in.StorageClasses != nil {
 		f["storageClasses"] = in.StorageClasses
@@ -166,13 +169,19 @@ func lookupPath(m map[string]any, keys []string) any {
 	return cur
 }
 
-// Expand replaces ${fact} in s (chart versions such as 2.${kubeMinor}.x).
+// factRef names a fact in a string as ${fact}: only the braced form, so
+// that a literal "$" in a configuration text stays as it is.
+var factRef = regexp.MustCompile(`\$\{([A-Za-z][A-Za-z0-9]*)\}`)
+
+// Expand replaces ${fact} in s (chart versions such as 2.${kubeMinor}.x);
+// a reference to no known fact stays as it is.
 func (f Facts) Expand(s string) string {
-	return os.Expand(s, func(name string) string {
+	return factRef.ReplaceAllStringFunc(s, func(ref string) string {
+		name := factRef.FindStringSubmatch(ref)[1]
 		if v, ok := f[name]; ok && KnownFact(name) {
 			return fmt.Sprint(v)
 		}
-		return "${" + name + "}"
+		return ref
 	})
 }
 

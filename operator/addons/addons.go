@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -121,17 +120,17 @@ func PackagesRepositoryKey(obj *tenantv1.TenantBundle) client.ObjectKey {
 	return client.ObjectKey{Namespace: flux.Namespace, Name: PackagesRepository}
 }
 
-// platformFacts are the facts addon values may name.
-func platformFacts(obj *tenantv1.TenantBundle) map[string]string {
+// platformFacts are the facts addon values may name or switch on.
+func platformFacts(obj *tenantv1.TenantBundle) bundle.Facts {
 	p := obj.Spec.Platform
 	domain := p.ClusterDomain
 	if domain == "" {
 		domain = "cozy.local" // as apps/kubernetes defaults it
 	}
-	return map[string]string{
+	return bundle.Facts{
 		bundle.FactClusterName: p.ClusterName, bundle.FactTenantNamespace: p.Namespace,
 		bundle.FactMonitoringNamespace: p.MonitoringNamespace, bundle.FactPlatformClusterDomain: domain,
-		"gatewayAPI": strconv.FormatBool(obj.Spec.Cluster.GatewayAPI),
+		bundle.FactGatewayAPI: obj.Spec.Cluster.GatewayAPI,
 	}
 }
 
@@ -159,8 +158,8 @@ func mainValues(obj *tenantv1.TenantBundle, sel *bundle.Selection, choices map[s
 	}
 	if len(refusals) > 0 {
 		msg := strings.Join(refusals, "; ")
-		conditions.MarkFalse(obj, tenantv1.AddonsReadyCondition, bundle.ReasonMissingPlatformFacts, "%s", msg)
-		return nil, outcome.Terminal(bundle.ReasonMissingPlatformFacts, "%s", msg)
+		conditions.MarkFalse(obj, tenantv1.AddonsReadyCondition, tenantv1.ReasonMissingPlatformFacts, "%s", msg)
+		return nil, outcome.Terminal(tenantv1.ReasonMissingPlatformFacts, "%s", msg)
 	}
 	return out, nil
 }
