@@ -47,7 +47,7 @@ func managementChain(w *world.World) ([]chainRelease, error) {
 	}
 	for _, a := range sel.Enabled {
 		c := a.Components[0]
-		deps := append([]string(nil), a.DependsOn...)
+		deps := a.Needs(sel.IsEnabled)
 		if a.AfterNetwork {
 			deps = append(deps, "cilium")
 		}

@@ -22,7 +22,11 @@ const AddonPrefix = "addon."
 // Addons is a bundle's addon catalogue (<bundle>/addons.yaml).
 type Addons struct {
 	Libraries []cozyv1.Library `json:"libraries,omitempty"`
-	Addons    []Addon          `json:"addons"`
+	// WaitStrategy is helm-controller's wait strategy for every component
+	// that names none and has no health check expressions (which only the
+	// poller evaluates).
+	WaitStrategy string  `json:"waitStrategy,omitempty"`
+	Addons       []Addon `json:"addons"`
 
 	byName map[string]*Addon
 }
@@ -32,9 +36,12 @@ type Addon struct {
 	Name    string `json:"name"`
 	Default bool   `json:"default,omitempty"`
 	// AfterNetwork holds the addon until the network tier is Ready.
-	AfterNetwork bool               `json:"afterNetwork,omitempty"`
-	DependsOn    []string           `json:"dependsOn,omitempty"`
-	Components   []cozyv1.Component `json:"components"`
+	AfterNetwork bool     `json:"afterNetwork,omitempty"`
+	DependsOn    []string `json:"dependsOn,omitempty"`
+	// After orders the addon after others only while they are enabled,
+	// without enabling them (Cozystack's conditional dependsOn).
+	After      []string           `json:"after,omitempty"`
+	Components []cozyv1.Component `json:"components"`
 
 	// Values are the values of the main (first) component that the
 	// management side passes today; strings may name facts as ${fact}.
@@ -48,6 +55,18 @@ type Addon struct {
 	// ValuesOf names another addon whose TenantBundle values this one takes
 	// too, before its own (cert-manager's override reaches its CRDs chart).
 	ValuesOf string `json:"valuesOf,omitempty"`
+}
+
+// Needs lists the addons this one waits for: its dependencies, and those
+// it comes after that enabled says are on.
+func (a *Addon) Needs(enabled func(string) bool) []string {
+	out := slices.Clone(a.DependsOn)
+	for _, d := range a.After {
+		if enabled(d) && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // PackageName is the name of the addon's PackageSource and Package.
@@ -87,12 +106,23 @@ func (a *Addons) index() error {
 		if len(ad.Components) == 0 {
 			return fmt.Errorf("addon %q has no components", ad.Name)
 		}
+		for j := range ad.Components {
+			in := ad.Components[j].Install
+			if in != nil && in.WaitStrategy == "" && len(in.HealthCheckExprs) == 0 {
+				in.WaitStrategy = a.WaitStrategy
+			}
+		}
 		a.byName[ad.Name] = ad
 	}
 	for _, ad := range a.Addons {
 		for _, d := range ad.DependsOn {
 			if a.byName[d] == nil {
 				return fmt.Errorf("addon %q depends on unknown addon %q", ad.Name, d)
+			}
+		}
+		for _, d := range ad.After {
+			if a.byName[d] == nil {
+				return fmt.Errorf("addon %q: after names unknown addon %q", ad.Name, d)
 			}
 		}
 		for other := range ad.ValuesWhenEnabled {
@@ -132,7 +162,7 @@ func (a *Addons) Names() []string {
 func (a *Addons) Dependents(name string, enabled map[string]bool) []string {
 	var out []string
 	for _, ad := range a.Addons {
-		if enabled[ad.Name] && slices.Contains(ad.DependsOn, name) {
+		if enabled[ad.Name] && slices.Contains(ad.Needs(func(o string) bool { return enabled[o] }), name) {
 			out = append(out, ad.Name)
 		}
 	}
@@ -146,6 +176,10 @@ func (a *Addons) order(names []string) ([]string, error) {
 		done     = 2
 	)
 	state := map[string]int{}
+	listed := map[string]bool{}
+	for _, n := range names {
+		listed[n] = true
+	}
 	var out []string
 	var visit func(n string, trail []string) error
 	visit = func(n string, trail []string) error {
@@ -156,7 +190,7 @@ func (a *Addons) order(names []string) ([]string, error) {
 			return fmt.Errorf("addon dependency cycle: %s", strings.Join(append(trail, n), " -> "))
 		}
 		state[n] = visiting
-		for _, d := range a.byName[n].DependsOn {
+		for _, d := range a.byName[n].Needs(func(o string) bool { return listed[o] }) {
 			if err := visit(d, append(trail, n)); err != nil {
 				return err
 			}
@@ -274,6 +308,11 @@ func (a *Addons) Select(choices map[string]Choice) (*Selection, error) {
 	sort.Strings(sel.Implied)
 	sel.Implied = dedupe(sel.Implied)
 	return sel, nil
+}
+
+// IsEnabled says whether the named addon is in the selection.
+func (s *Selection) IsEnabled(name string) bool {
+	return slices.ContainsFunc(s.Enabled, func(a *Addon) bool { return a.Name == name })
 }
 
 func dedupe(sorted []string) []string { return slices.Compact(sorted) }

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -79,6 +80,89 @@ func TestAddonCatalogueRejectsCycles(t *testing.T) {
 	}}
 	if err := a.index(); err == nil {
 		t.Fatal("a dependency cycle was accepted")
+	}
+}
+
+// An `after` addon orders its addon only while it is enabled, never
+// enables it, and closes cycles like a dependency does.
+func TestAddonsAfter(t *testing.T) {
+	comp := func(n string) []cozyv1.Component { return []cozyv1.Component{{Name: n}} }
+	a := &Addons{Addons: []Addon{
+		{Name: "operator", After: []string{"crds"}, Components: comp("operator")},
+		{Name: "crds", Components: comp("crds")},
+		{Name: "app", Default: true, DependsOn: []string{"operator"}, Components: comp("app")},
+	}}
+	if err := a.index(); err != nil {
+		t.Fatal(err)
+	}
+	on := ptr.To(true)
+	tests := []struct {
+		name    string
+		choices map[string]Choice
+		want    []string
+		needs   []string // of operator
+	}{
+		{name: "the addon it comes after is off: not enabled, not waited for",
+			want: []string{"operator", "app"}, needs: nil},
+		{name: "the addon it comes after is on: ordered first and waited for",
+			choices: map[string]Choice{"crds": {Enabled: on}},
+			want:    []string{"crds", "operator", "app"}, needs: []string{"crds"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sel, err := a.Select(tt.choices)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, ad := range sel.Enabled {
+				got = append(got, ad.Name)
+			}
+			if !equal(got, tt.want) {
+				t.Errorf("enabled = %v, want %v", got, tt.want)
+			}
+			if needs := a.Get("operator").Needs(sel.IsEnabled); !equal(needs, tt.needs) {
+				t.Errorf("operator needs %v, want %v", needs, tt.needs)
+			}
+			if deps := a.Dependents("crds", map[string]bool{"operator": true, "crds": sel.IsEnabled("crds")}); sel.IsEnabled("crds") != slices.Contains(deps, "operator") {
+				t.Errorf("dependents of crds = %v", deps)
+			}
+		})
+	}
+	cyclic := &Addons{Addons: []Addon{
+		{Name: "a", After: []string{"b"}, Components: comp("a")},
+		{Name: "b", DependsOn: []string{"a"}, Components: comp("b")},
+	}}
+	if err := cyclic.index(); err == nil {
+		t.Error("a cycle through after was accepted")
+	}
+	unknown := &Addons{Addons: []Addon{{Name: "a", After: []string{"nope"}, Components: comp("a")}}}
+	if err := unknown.index(); err == nil {
+		t.Error("after naming an unknown addon was accepted")
+	}
+}
+
+// The catalogue's wait strategy reaches components that name none, and
+// not those with health check expressions.
+func TestAddonsWaitStrategy(t *testing.T) {
+	a := &Addons{WaitStrategy: "legacy", Addons: []Addon{{Name: "a", Components: []cozyv1.Component{
+		{Name: "plain", Install: &cozyv1.ComponentInstall{}},
+		{Name: "own", Install: &cozyv1.ComponentInstall{WaitStrategy: "poller"}},
+		{Name: "cel", Install: &cozyv1.ComponentInstall{HealthCheckExprs: []cozyv1.CustomHealthCheck{{APIVersion: "v1", Kind: "X", Current: "true"}}}},
+		{Name: "published"},
+	}}}}
+	if err := a.index(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range a.Get("a").Components {
+		if c.Install != nil {
+			got[c.Name] = c.Install.WaitStrategy
+		}
+	}
+	want := map[string]string{"plain": "legacy", "own": "poller", "cel": ""}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("wait strategies %v, want %v", got, want)
 	}
 }
 

@@ -75,7 +75,7 @@ func (r *Reconciler) addons(ctx context.Context, obj *tenantv1.TenantBundle) err
 			held = append(held, a.Name)
 			continue
 		}
-		ps, pkg := addonPackage(catalogue, a, mains[a.Name], repo)
+		ps, pkg := addonPackage(catalogue, a, sel.IsEnabled, mains[a.Name], repo)
 		sources, pkgs = append(sources, ps), append(pkgs, pkg)
 	}
 	if err := r.applyAddons(ctx, sources, pkgs); err != nil {
@@ -167,10 +167,10 @@ func mainValues(obj *tenantv1.TenantBundle, sel *bundle.Selection, choices map[s
 // addonPackage renders an addon as Cozystack renders a system package: a
 // PackageSource with one variant and a Package selecting it; values go to
 // its main component.
-func addonPackage(c *bundle.Addons, a *bundle.Addon, values *apiextensionsv1.JSON, repo *sourcev1.OCIRepository) (*cozyv1.PackageSource, *cozyv1.Package) {
+func addonPackage(c *bundle.Addons, a *bundle.Addon, enabled func(string) bool, values *apiextensionsv1.JSON, repo *sourcev1.OCIRepository) (*cozyv1.PackageSource, *cozyv1.Package) {
 	labels := map[string]string{AddonLabel: a.Name}
 	variant := cozyv1.Variant{Name: packages.DefaultVariant, Components: a.Components}
-	for _, d := range a.DependsOn {
+	for _, d := range a.Needs(enabled) {
 		variant.DependsOn = append(variant.DependsOn, c.Get(d).PackageName())
 	}
 	for _, l := range c.Libraries {
