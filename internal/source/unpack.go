@@ -117,7 +117,7 @@ func (p *Puller) unpack(r *content.VerifyReader, dgst digest.Digest) (*Artifact,
 	p.unwritten[art.Digest] = art
 	p.mu.Unlock()
 	p.persisting.Add(1)
-	go func() {
+	inBackground(func() {
 		defer p.persisting.Done()
 		var err error
 		if t.partial {
@@ -138,7 +138,7 @@ func (p *Puller) unpack(r *content.VerifyReader, dgst digest.Digest) (*Artifact,
 		}
 		close(t.written)
 		t.mem.Store(nil)
-	}()
+	})
 	return art, nil
 }
 
