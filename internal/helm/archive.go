@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
+	"regexp"
+	"sort"
 	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -113,5 +116,45 @@ func Render(c *Chart, values map[string]any, releaseName, namespace string) (map
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrValuesRejected, err)
 	}
-	return engine.Render(ch, vals)
+	out, err := engine.Render(ch, vals)
+	if err != nil {
+		return nil, err
+	}
+	// Helm applies the files of every crds/ folder as they are, before the
+	// templates; helm-controller even replaces existing CRDs with them.
+	for _, crd := range ch.CRDObjects() {
+		out[crd.Filename] = string(crd.File.Data)
+	}
+	return out, nil
+}
+
+// lookupCall finds a call of Helm's lookup function inside a template
+// action; a comment that names it matches too, which costs a confirmation
+// at worst.
+var lookupCall = regexp.MustCompile(`\{\{[^}]*\blookup\b`)
+
+// TemplatesCallingLookup names the chart's templates (its subcharts'
+// included) that call lookup: what they render depends on the cluster at
+// the moment helm-controller renders, which no rendering done beforehand
+// can see.
+func TemplatesCallingLookup(c *Chart) ([]string, error) {
+	ch, err := c.Load()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	var walk func(ch *chart.Chart)
+	walk = func(ch *chart.Chart) {
+		for _, t := range ch.Templates {
+			if lookupCall.Match(t.Data) {
+				out = append(out, path.Join(ch.ChartFullPath(), t.Name))
+			}
+		}
+		for _, d := range ch.Dependencies() {
+			walk(d)
+		}
+	}
+	walk(ch)
+	sort.Strings(out)
+	return out, nil
 }

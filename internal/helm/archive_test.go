@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -113,5 +116,39 @@ func TestArchiveCarriesMergedValuesFiles(t *testing.T) {
 	cilium := ch.Values["cilium"].(map[string]any)
 	if cilium["k8sServiceHost"] != "localhost" {
 		t.Fatalf("archived cilium values = %v", cilium)
+	}
+}
+
+// Render gives what Helm applies: the templates and the crds/ files; a
+// template that calls lookup, in a subchart or a partial, is named.
+func TestRenderAndLookup(t *testing.T) {
+	fsys := fstest.MapFS{
+		"app/Chart.yaml":                      {Data: []byte("apiVersion: v2\nname: app\nversion: 0.1.0\n")},
+		"app/crds/crd.yaml":                   {Data: []byte("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: xs.example.com}\n")},
+		"app/templates/cm.yaml":               {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}}\n")},
+		"app/charts/sub/Chart.yaml":           {Data: []byte("apiVersion: v2\nname: sub\nversion: 0.1.0\n")},
+		"app/charts/sub/templates/_probe.tpl": {Data: []byte("{{- define \"sub.probe\" -}}{{ (lookup \"v1\" \"Secret\" \"kube-system\" \"x\").data }}{{- end -}}\n")},
+		"app/charts/sub/templates/plain.yaml": {Data: []byte("# lookup is only a word here\n")},
+		"app/charts/sub/crds/nested.yaml":     {Data: []byte("kind: CustomResourceDefinition\n")},
+	}
+	c, err := BuildFromTree(TreeChart{Tree: fsys, Path: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Render(c, nil, "r", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"app/templates/cm.yaml", "app/crds/crd.yaml", "app/charts/sub/crds/nested.yaml"} {
+		if _, ok := out[name]; !ok {
+			t.Errorf("Render left out %s: %v", name, slices.Collect(maps.Keys(out)))
+		}
+	}
+	lookups, err := TemplatesCallingLookup(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(lookups, []string{"app/charts/sub/templates/_probe.tpl"}) {
+		t.Errorf("templates calling lookup: %v", lookups)
 	}
 }

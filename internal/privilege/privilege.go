@@ -1,13 +1,18 @@
 // Package privilege classifies a chart's rendered manifests as privileged
 // or not, from what they would do in the cluster rather than from what the
-// package says about itself: pods that share the node's namespaces, mount
-// its filesystem, run privileged or add capabilities, and cluster-wide RBAC
-// that grants everything or lets its holder grant itself more.
+// package says about itself. It denies by default: an object is unprivileged
+// only if its kind is on an explicit list of namespaced kinds that act
+// inside their own namespace, it stays in the release's namespace, and what
+// it runs or grants passes the checks for its kind: pods the upstream
+// baseline Pod Security Standard (k8s.io/pod-security-admission's policy
+// package), RBAC what its rules grant. Everything else is a finding that a
+// tenant admin has to confirm.
 package privilege
 
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,66 +23,148 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
 )
 
-// unprivilegedCapabilities are the capabilities a container may add under
-// the restricted Pod Security Standard.
-var unprivilegedCapabilities = []corev1.Capability{"NET_BIND_SERVICE"}
+// podSpecPaths locate the pod template of each workload kind.
+var podSpecPaths = map[schema.GroupKind][]string{
+	{Kind: "Pod"}:                        {"spec"},
+	{Kind: "ReplicationController"}:      {"spec", "template", "spec"},
+	{Group: "apps", Kind: "Deployment"}:  {"spec", "template", "spec"},
+	{Group: "apps", Kind: "DaemonSet"}:   {"spec", "template", "spec"},
+	{Group: "apps", Kind: "StatefulSet"}: {"spec", "template", "spec"},
+	{Group: "apps", Kind: "ReplicaSet"}:  {"spec", "template", "spec"},
+	{Group: "batch", Kind: "Job"}:        {"spec", "template", "spec"},
+	{Group: "batch", Kind: "CronJob"}:    {"spec", "jobTemplate", "spec", "template", "spec"},
+}
+
+// unprivilegedKinds act only inside their own namespace and need no check
+// of their content. Workloads and RBAC are judged by what they run and
+// grant; any kind not named here or there is a finding.
+var unprivilegedKinds = map[schema.GroupKind]bool{
+	{Kind: "ConfigMap"}:                                     true,
+	{Kind: "Secret"}:                                        true,
+	{Kind: "Service"}:                                       true,
+	{Kind: "ServiceAccount"}:                                true,
+	{Kind: "PersistentVolumeClaim"}:                         true,
+	{Kind: "LimitRange"}:                                    true,
+	{Kind: "ResourceQuota"}:                                 true,
+	{Group: "policy", Kind: "PodDisruptionBudget"}:          true,
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}: true,
+	{Group: "networking.k8s.io", Kind: "Ingress"}:           true,
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:     true,
+	{Group: "coordination.k8s.io", Kind: "Lease"}:           true,
+}
+
+// readVerbs are the verbs a cluster-wide rule may grant.
+var readVerbs = []string{"get", "list", "watch"}
 
 // escalatingVerbs let a role's holder grant or assume more than the role.
 var escalatingVerbs = []string{"escalate", "bind", "impersonate"}
 
-// podSpecPaths locate the pod template of each workload kind.
-var podSpecPaths = map[string][]string{
-	"Pod":                   {"spec"},
-	"Deployment":            {"spec", "template", "spec"},
-	"DaemonSet":             {"spec", "template", "spec"},
-	"StatefulSet":           {"spec", "template", "spec"},
-	"ReplicaSet":            {"spec", "template", "spec"},
-	"ReplicationController": {"spec", "template", "spec"},
-	"Job":                   {"spec", "template", "spec"},
-	"CronJob":               {"spec", "jobTemplate", "spec", "template", "spec"},
+// escalationResources reach past what any role names, whatever the verb
+// (a GET upgraded to a websocket runs commands): RBAC itself, other
+// service accounts' tokens, commands in other pods, and the kubelet's and
+// services' proxies.
+var escalationResources = []string{"roles", "rolebindings", "clusterroles", "clusterrolebindings",
+	"serviceaccounts/token", "pods/exec", "pods/attach", "pods/portforward", "pods/ephemeralcontainers",
+	"pods/proxy", "services/proxy", "nodes/proxy"}
+
+// baseline is the Pod Security Standard every pod must pass.
+var (
+	evaluator, evaluatorErr = policy.NewEvaluator(policy.DefaultChecks(), nil)
+	baseline                = psaapi.LevelVersion{Level: psaapi.LevelBaseline, Version: psaapi.LatestVersion()}
+)
+
+// Result is what a rendering would do that needs a confirmation.
+type Result struct {
+	// Findings, one per privilege, sorted and without duplicates; none
+	// means the rendering is not privileged.
+	Findings []string
+	// Pods says a pod template fails the baseline Pod Security Standard:
+	// the namespace must allow privileged pods for it to run.
+	Pods bool
+	// Evidence digests every object that produced a finding, as rendered:
+	// a confirmation vouches for them, so a change to any of them (an
+	// image, a command, a host path, a rule) asks again.
+	Evidence string
 }
 
-// Classify takes manifests by template name, as Helm renders them, and
-// returns one finding per privilege they grant, sorted
-// and without duplicates; none means the rendering is not privileged.
-func Classify(manifests map[string]string) ([]string, error) {
+// Classify takes what Helm would apply, by file name as helm.Render gives
+// it (templates, and the chart's crds/ files), for a release in namespace.
+// Helm applies every rendered template but partials and NOTES.txt,
+// whatever its extension, and flattens Lists; so does Classify.
+func Classify(manifests map[string]string, namespace string) (Result, error) {
+	if evaluatorErr != nil {
+		return Result{}, evaluatorErr
+	}
 	names := make([]string, 0, len(manifests))
 	for name := range manifests {
-		// Helm renders notes and partials too; only manifests create objects.
-		if ext := path.Ext(name); ext == ".yaml" || ext == ".yml" || ext == ".json" {
-			names = append(names, name)
+		if base := path.Base(name); base == "NOTES.txt" || strings.HasPrefix(base, "_") {
+			continue
 		}
+		names = append(names, name)
 	}
 	sort.Strings(names)
-	var out []string
+	var objs []*unstructured.Unstructured
 	for _, name := range names {
-		objs, err := decode(manifests[name])
+		decoded, err := decode(manifests[name])
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return Result{}, fmt.Errorf("%s: %w", name, err)
 		}
-		for _, obj := range objs {
-			found, err := classify(obj)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %s %s: %w", name, obj.GetKind(), obj.GetName(), err)
-			}
-			out = append(out, found...)
+		objs = append(objs, decoded...)
+	}
+	// A binding may refer to a role the same rendering defines.
+	defined := map[string]bool{}
+	for _, o := range objs {
+		if o.GroupVersionKind().Group == rbacv1.GroupName {
+			defined[o.GetKind()+"/"+o.GetName()] = true
 		}
 	}
+	var out []string
+	var evidence [][]byte
+	pods := false
+	for _, obj := range objs {
+		found, pod, err := classify(obj, namespace, defined)
+		if err != nil {
+			return Result{}, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		pods = pods || pod
+		if len(found) == 0 {
+			continue
+		}
+		out = append(out, found...)
+		raw, err := json.Marshal(obj.Object)
+		if err != nil {
+			return Result{}, err
+		}
+		evidence = append(evidence, raw)
+	}
 	sort.Strings(out)
-	return slices.Compact(out), nil
+	res := Result{Findings: slices.Compact(out), Pods: pods}
+	if len(evidence) > 0 {
+		slices.SortFunc(evidence, bytes.Compare)
+		sum := sha256.Sum256(bytes.Join(evidence, []byte{0}))
+		res.Evidence = fmt.Sprintf("%x", sum)
+	}
+	return res, nil
 }
 
-// Fingerprint identifies a set of findings (as Classify returns them).
-func Fingerprint(findings []string) string {
-	sum := sha256.Sum256([]byte(strings.Join(findings, "\n")))
+// Fingerprint identifies findings (as Classify returns them) together with
+// the evidence of the objects that produced them.
+func Fingerprint(findings []string, evidence ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(findings, "\n") + "\x00" + strings.Join(evidence, "\n")))
 	return fmt.Sprintf("sha256:%x", sum[:8])
 }
 
+// decode reads every document of a manifest, Lists flattened as Helm's
+// resource builder flattens them.
 func decode(manifest string) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(manifest), 4096)
 	var out []*unstructured.Unstructured
@@ -90,103 +177,157 @@ func decode(manifest string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(obj) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: obj})
+		if len(obj) == 0 {
+			continue
 		}
+		u := &unstructured.Unstructured{Object: obj}
+		if u.IsList() {
+			err := u.EachListItem(func(item runtime.Object) error {
+				out = append(out, item.(*unstructured.Unstructured))
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		out = append(out, u)
 	}
 }
 
-func classify(obj *unstructured.Unstructured) ([]string, error) {
+// classify returns the object's findings and whether a pod template among
+// them fails the baseline standard.
+func classify(obj *unstructured.Unstructured, namespace string, defined map[string]bool) ([]string, bool, error) {
+	gvk := obj.GroupVersionKind()
+	gk := gvk.GroupKind()
 	what := obj.GetKind() + " " + obj.GetName()
-	if path, ok := podSpecPaths[obj.GetKind()]; ok {
-		raw, found, err := unstructured.NestedMap(obj.Object, path...)
-		if err != nil || !found {
-			return nil, err
-		}
-		var spec corev1.PodSpec
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &spec); err != nil {
-			return nil, err
-		}
-		return prefix(what, podFindings(&spec)), nil
+	var found []string
+	if ns := obj.GetNamespace(); ns != "" && ns != namespace {
+		found = append(found, fmt.Sprintf("%s: placed in namespace %s, outside the release's %s", what, ns, namespace))
 	}
+	if path, ok := podSpecPaths[gk]; ok {
+		pod, err := podFindings(obj, path)
+		return append(found, prefix(what, pod)...), len(pod) > 0, err
+	}
+	switch {
+	case unprivilegedKinds[gk]:
+		return found, false, nil
+	case gk.Group == rbacv1.GroupName:
+		rbac, err := rbacFindings(obj, namespace, defined)
+		return append(found, prefix(what, rbac)...), false, err
+	}
+	return append(found, fmt.Sprintf("%s: %s is not a kind known to act only inside its namespace", what, gk)), false, nil
+}
+
+// podFindings are the baseline Pod Security Standard's objections to the
+// pod template at path.
+func podFindings(obj *unstructured.Unstructured, path []string) ([]string, error) {
+	raw, found, err := unstructured.NestedMap(obj.Object, path...)
+	if err != nil || !found {
+		return nil, err
+	}
+	var spec corev1.PodSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &spec); err != nil {
+		return nil, err
+	}
+	meta := &metav1.ObjectMeta{}
+	if obj.GetKind() == "Pod" {
+		meta.Annotations = obj.GetAnnotations()
+	} else if m, ok, _ := unstructured.NestedMap(obj.Object, append(slices.Clone(path[:len(path)-1]), "metadata")...); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, meta); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for _, r := range evaluator.EvaluatePod(baseline, meta, &spec) {
+		if r.Allowed {
+			continue
+		}
+		f := r.ForbiddenReason
+		if r.ForbiddenDetail != "" {
+			f += " (" + r.ForbiddenDetail + ")"
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// rbacFindings judge RBAC by what it grants. Cluster-wide, only reading
+// resources other than Secrets is unprivileged; in a namespace, anything
+// but wildcards, the escalating verbs and the escalation resources. A
+// binding is unprivileged only if it grants a role the same rendering
+// defines (and so is judged here) to service accounts of the release's
+// namespace.
+func rbacFindings(obj *unstructured.Unstructured, namespace string, defined map[string]bool) ([]string, error) {
 	switch obj.GetKind() {
 	case "ClusterRole":
 		var role rbacv1.ClusterRole
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &role); err != nil {
 			return nil, err
 		}
-		return prefix(what, ruleFindings(role.Rules)), nil
-	case "ClusterRoleBinding":
-		var b rbacv1.ClusterRoleBinding
+		var out []string
+		if role.AggregationRule != nil {
+			out = append(out, "aggregates the rules of other ClusterRoles")
+		}
+		for k, v := range role.Labels {
+			if strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to-") && v == "true" {
+				out = append(out, "adds its rules to other ClusterRoles ("+k+")")
+			}
+		}
+		return append(out, ruleFindings(role.Rules, true)...), nil
+	case "Role":
+		var role rbacv1.Role
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &role); err != nil {
+			return nil, err
+		}
+		return ruleFindings(role.Rules, false), nil
+	case "ClusterRoleBinding", "RoleBinding":
+		var b rbacv1.RoleBinding // the two share their fields
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &b); err != nil {
 			return nil, err
 		}
-		if b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "cluster-admin" {
-			return []string{what + ": binds cluster-admin"}, nil
+		var out []string
+		scope := "in its namespace"
+		if obj.GetKind() == "ClusterRoleBinding" {
+			scope = "cluster-wide"
 		}
-	}
-	return nil, nil
-}
-
-func podFindings(spec *corev1.PodSpec) []string {
-	var out []string
-	for flag, on := range map[string]bool{"hostNetwork": spec.HostNetwork, "hostPID": spec.HostPID, "hostIPC": spec.HostIPC} {
-		if on {
-			out = append(out, flag)
+		if !defined[b.RoleRef.Kind+"/"+b.RoleRef.Name] {
+			out = append(out, fmt.Sprintf("binds %s %s %s, which the chart does not define", b.RoleRef.Kind, b.RoleRef.Name, scope))
 		}
-	}
-	for _, v := range spec.Volumes {
-		if v.HostPath != nil {
-			out = append(out, fmt.Sprintf("hostPath volume %s (%s)", v.Name, v.HostPath.Path))
-		}
-	}
-	containers := append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...)
-	for _, e := range spec.EphemeralContainers {
-		containers = append(containers, corev1.Container(e.EphemeralContainerCommon))
-	}
-	for _, c := range containers {
-		out = append(out, containerFindings(&c)...)
-	}
-	return out
-}
-
-func containerFindings(c *corev1.Container) []string {
-	var out []string
-	if sc := c.SecurityContext; sc != nil {
-		if sc.Privileged != nil && *sc.Privileged {
-			out = append(out, "container "+c.Name+" is privileged")
-		}
-		if sc.Capabilities != nil {
-			var added []string
-			for _, capability := range sc.Capabilities.Add {
-				if !slices.Contains(unprivilegedCapabilities, capability) {
-					added = append(added, string(capability))
-				}
-			}
-			if len(added) > 0 {
-				sort.Strings(added)
-				out = append(out, fmt.Sprintf("container %s adds capabilities %s", c.Name, strings.Join(added, ",")))
+		for _, s := range b.Subjects {
+			if s.Kind != rbacv1.ServiceAccountKind || (s.Namespace != "" && s.Namespace != namespace) {
+				out = append(out, fmt.Sprintf("grants to %s %s outside the release's service accounts", s.Kind, strings.TrimPrefix(s.Namespace+"/"+s.Name, "/")))
 			}
 		}
+		return out, nil
 	}
-	for _, p := range c.Ports {
-		if p.HostPort != 0 {
-			out = append(out, fmt.Sprintf("container %s uses hostPort %d", c.Name, p.HostPort))
-		}
-	}
-	return out
+	return []string{"is an RBAC kind the gate does not know"}, nil
 }
 
-func ruleFindings(rules []rbacv1.PolicyRule) []string {
+func ruleFindings(rules []rbacv1.PolicyRule, clusterWide bool) []string {
 	var out []string
 	for _, r := range rules {
+		rule := fmt.Sprintf("(apiGroups %v, resources %v, verbs %v)", r.APIGroups, r.Resources, r.Verbs)
+		if len(r.NonResourceURLs) > 0 && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" }) {
+			out = append(out, fmt.Sprintf("grants %v on non-resource URLs %v", r.Verbs, r.NonResourceURLs))
+		}
 		if slices.Contains(r.Verbs, "*") || slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") {
-			out = append(out, fmt.Sprintf("grants a wildcard rule (apiGroups %v, resources %v, verbs %v)", r.APIGroups, r.Resources, r.Verbs))
+			out = append(out, "grants a wildcard rule "+rule)
+			continue
 		}
 		for _, v := range escalatingVerbs {
 			if slices.Contains(r.Verbs, v) {
 				out = append(out, fmt.Sprintf("grants %s on %v", v, r.Resources))
 			}
+		}
+		readOnly := !slices.ContainsFunc(r.Verbs, func(v string) bool { return !slices.Contains(readVerbs, v) })
+		switch {
+		case slices.ContainsFunc(r.Resources, func(res string) bool { return slices.Contains(escalationResources, res) }):
+			out = append(out, "grants access to RBAC, tokens, exec or proxies "+rule)
+		case clusterWide && !readOnly:
+			out = append(out, "grants writes cluster-wide "+rule)
+		case clusterWide && slices.Contains(r.Resources, "secrets"):
+			out = append(out, "reads Secrets cluster-wide "+rule)
 		}
 	}
 	return out

@@ -37,7 +37,7 @@ func (r *Reconciler) ensureNamespaces(ctx context.Context, pkg *cozyv1.Package, 
 		if _, seen := privileged[ns]; !seen {
 			names = append(names, ns)
 		}
-		privileged[ns] = privileged[ns] || rel.Privileged()
+		privileged[ns] = privileged[ns] || rel.PrivilegedNamespace()
 	}
 	sort.Strings(names)
 	objs := make([]client.Object, 0, len(names))

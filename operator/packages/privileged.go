@@ -19,7 +19,7 @@ import (
 // reconcile that changes nothing renders nothing.
 type findingsCache struct {
 	mu    sync.Mutex
-	items map[string][]string
+	items map[string]privilege.Result
 }
 
 // classify renders each release with the values Flux will give it (chart
@@ -27,7 +27,7 @@ type findingsCache struct {
 // makes it privileged, whatever install.privileged says: the package author
 // is not the one who decides.
 func (r *Reconciler) classify(pkg *cozyv1.Package, desired []*release, cluster map[string]any) error {
-	var all []string
+	var all, evidence []string
 	for _, rel := range desired {
 		layer := map[string]any{}
 		if len(rel.HR.Spec.ValuesFrom) > 0 {
@@ -45,16 +45,26 @@ func (r *Reconciler) classify(pkg *cozyv1.Package, desired []*release, cluster m
 			if err != nil {
 				return outcome.Terminal(ReasonChartInvalid, "component %s: rendering: %v", rel.Component.Name, err)
 			}
-			if found, err = privilege.Classify(manifests); err != nil {
+			if found, err = privilege.Classify(manifests, rel.HR.Namespace); err != nil {
 				return outcome.Terminal(ReasonChartInvalid, "component %s: rendering: %v", rel.Component.Name, err)
+			}
+			lookups, err := helm.TemplatesCallingLookup(rel.Chart)
+			if err != nil {
+				return outcome.Terminal(ReasonChartInvalid, "component %s: %v", rel.Component.Name, err)
+			}
+			for _, t := range lookups {
+				found.Findings = append(found.Findings, "template "+t+" calls lookup: what it renders depends on the cluster when Flux renders it")
 			}
 			r.findings.put(key, found)
 		}
-		rel.Findings = found
+		rel.Findings, rel.PrivilegedPods = found.Findings, found.Pods
+		if found.Evidence != "" {
+			evidence = append(evidence, rel.Component.Name+":"+found.Evidence)
+		}
 		if rel.Component.Install.Privileged {
 			all = append(all, "component "+rel.Component.Name+": install.privileged is set")
 		}
-		for _, f := range found {
+		for _, f := range found.Findings {
 			all = append(all, "component "+rel.Component.Name+": "+f)
 		}
 		if rel.Privileged() {
@@ -63,7 +73,7 @@ func (r *Reconciler) classify(pkg *cozyv1.Package, desired []*release, cluster m
 	}
 	pkg.Status.Privileged = nil
 	if len(all) > 0 {
-		fp := privilege.Fingerprint(all)
+		fp := privilege.Fingerprint(all, evidence...)
 		pkg.Status.Privileged = &cozyv1.PrivilegedStatus{Fingerprint: fp, Findings: all, Confirmed: pkg.Spec.ConfirmPrivileged == fp}
 	}
 	return nil
@@ -92,20 +102,20 @@ func gate(pkg *cozyv1.Package, policy tenantv1.PrivilegedAppsPolicy) error {
 	return nil
 }
 
-func (c *findingsCache) get(key string) ([]string, bool) {
+func (c *findingsCache) get(key string) (privilege.Result, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, ok := c.items[key]
 	return f, ok
 }
 
-func (c *findingsCache) put(key string, f []string) {
+func (c *findingsCache) put(key string, f privilege.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Values churn would grow it without bound; the entries are cheap to
 	// recompute.
 	if c.items == nil || len(c.items) > 512 {
-		c.items = map[string][]string{}
+		c.items = map[string]privilege.Result{}
 	}
 	c.items[key] = f
 }

@@ -44,12 +44,21 @@ type release struct {
 	Values map[string]any
 	// Findings say what makes its rendering privileged (see classify).
 	Findings []string
+	// PrivilegedPods says a pod of its rendering fails the baseline Pod
+	// Security Standard.
+	PrivilegedPods bool
 }
 
-// Privileged says whether the component's namespace must allow privileged
-// pods: it declares so, or its rendering needs it.
+// Privileged says whether the component needs a confirmation: it declares
+// so, or its rendering does something only a confirmation allows.
 func (rel *release) Privileged() bool {
 	return rel.Component.Install.Privileged || len(rel.Findings) > 0
+}
+
+// PrivilegedNamespace says whether the component's namespace must allow
+// privileged pods: it declares so, or a pod it renders needs it.
+func (rel *release) PrivilegedNamespace() bool {
+	return rel.Component.Install.Privileged || rel.PrivilegedPods
 }
 
 // desired computes the releases of the Package: every component with
