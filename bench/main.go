@@ -123,7 +123,10 @@ func run(ctx context.Context, o options) error {
 		if t.management, t.releases, err = measureManagementChain(ctx, o.nodes); err != nil {
 			return fmt.Errorf("management chain: %w", err)
 		}
-		fmt.Printf("  operator %.2fs, management-side chain %.2fs\n", t.operator.Seconds(), t.management.Seconds())
+		if t.limit, err = measureCriticalPath(ctx, o.nodes, true); err != nil {
+			return fmt.Errorf("whole tenant, critical path: %w", err)
+		}
+		fmt.Printf("  operator %.2fs, management-side chain %.2fs, limit %.2fs %v\n", t.operator.Seconds(), t.management.Seconds(), t.limit.total.Seconds(), t.limit.steps)
 		r.tenant = append(r.tenant, t)
 	}
 	if o.idle > 0 {
@@ -175,7 +178,7 @@ func measureSpeed(ctx context.Context, operator string, nodes int, keepLogs bool
 	if s.running, err = measureOperator(ctx, operator, nodes, running, "", keepLogs, nil); err != nil {
 		return s, fmt.Errorf("operator bootstrap, running: %w", err)
 	}
-	if s.limit, err = measureCriticalPath(ctx, nodes); err != nil {
+	if s.limit, err = measureCriticalPath(ctx, nodes, false); err != nil {
 		return s, fmt.Errorf("critical path: %w", err)
 	}
 	if s.flux, err = measureFluxChain(ctx, nodes); err != nil {

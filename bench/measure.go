@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -231,7 +233,7 @@ func plan(w *world.World) ([]bundle.Component, bundle.Facts, error) {
 // with the same Helm code the operator uses, and times install plus rollout
 // until its workloads are Ready. The limit is the longest path through the
 // DAG of those times: what an ideal installer could not beat.
-func measureCriticalPath(ctx context.Context, nodes int) (limitRun, error) {
+func measureCriticalPath(ctx context.Context, nodes int, withAddons bool) (limitRun, error) {
 	w, err := newWorld(ctx, "bench-limit", nodes, nil)
 	if err != nil {
 		return limitRun{}, err
@@ -240,6 +242,13 @@ func measureCriticalPath(ctx context.Context, nodes int) (limitRun, error) {
 	comps, facts, err := plan(w)
 	if err != nil {
 		return limitRun{}, err
+	}
+	if withAddons {
+		addons, err := defaultAddons(comps, facts)
+		if err != nil {
+			return limitRun{}, err
+		}
+		comps = append(comps, addons...)
 	}
 	hc, err := helm.New(w.Config)
 	if err != nil {
@@ -279,6 +288,69 @@ func measureCriticalPath(ctx context.Context, nodes int) (limitRun, error) {
 		res.total = max(res.total, finish[comp.Name])
 	}
 	return res, nil
+}
+
+// defaultAddons are the always-on addons as components of the limit: each
+// after the addons it needs and, when it waits for the network tier, after
+// that tier's components; with the values the operator gives them.
+func defaultAddons(bootstrap []bundle.Component, facts bundle.Facts) ([]bundle.Component, error) {
+	catalogue, err := bundle.LoadAddons(bundles.FS, "tenant")
+	if err != nil {
+		return nil, err
+	}
+	sel, err := catalogue.Select(nil)
+	if err != nil {
+		return nil, err
+	}
+	var network []string
+	for _, c := range bootstrap {
+		if c.Tier == bundle.TierNetwork {
+			network = append(network, c.Name)
+		}
+	}
+	libs := map[string]string{}
+	for _, l := range catalogue.Libraries {
+		libs[l.Name] = l.Path
+	}
+	enabled := map[string]bool{}
+	for _, a := range sel.Enabled {
+		enabled[a.Name] = true
+	}
+	var out []bundle.Component
+	for _, a := range sel.Enabled {
+		main, missing, err := a.MainValues(facts, enabled, nil)
+		if err != nil || len(missing) > 0 {
+			return nil, fmt.Errorf("addon %s: values: %v (missing facts %v)", a.Name, err, missing)
+		}
+		var values map[string]any
+		if main != nil {
+			if err := json.Unmarshal(main.Raw, &values); err != nil {
+				return nil, err
+			}
+		}
+		deps := a.Needs(sel.IsEnabled)
+		if a.AfterNetwork {
+			deps = append(deps, network...)
+		}
+		for i, c := range a.Components {
+			ref := bundle.ChartRef{Path: c.Path, ValuesFiles: c.ValuesFiles}
+			for _, l := range c.Libraries {
+				if ref.Libraries == nil {
+					ref.Libraries = map[string]string{}
+				}
+				ref.Libraries[l] = libs[l]
+			}
+			comp := bundle.Component{Name: a.Name, Tier: bundle.TierAddons, DependsOn: deps, Chart: ref,
+				Release: bundle.ReleaseRef{Name: c.Install.ReleaseName, Namespace: c.Install.Namespace}}
+			if i == 0 {
+				comp.Values = values
+			} else {
+				comp.Name, comp.DependsOn = a.Name+"/"+c.Name, append(slices.Clone(deps), a.Name)
+			}
+			out = append(out, comp)
+		}
+	}
+	return out, nil
 }
 
 // limiter is what the limit installs and judges readiness with.
