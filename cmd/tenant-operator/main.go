@@ -257,11 +257,12 @@ func run(ctx context.Context, opts options) error {
 			return err
 		}
 		return (&packages.Reconciler{
-			Client:    mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
-			Apply:     applier,
-			Puller:    puller,
-			Store:     store,
+			Client:       mgr.GetClient(),
+			APIReader:    mgr.GetAPIReader(),
+			Capabilities: helmClient.Capabilities,
+			Apply:        applier,
+			Puller:       puller,
+			Store:        store,
 		}).SetupWithManager(mgr)
 	}
 	if err := mgr.Add(&addons.Starter{Manager: mgr, Apply: applier, Probe: probe, CRDs: flux.CRDs, Watched: packageCRDs,

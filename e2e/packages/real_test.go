@@ -279,10 +279,13 @@ func TestCSINodeNeedsTheSnapshotCRDsFirst(t *testing.T) {
 
 // Every addon chart renders from the real tree with its defaults, against
 // the APIs its dependencies bring.
+// servedCRDs are the APIs of a tenant whose addons are all on.
+var servedCRDs = []string{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor", "cert-manager.io/v1",
+	"snapshot.storage.k8s.io/v1", "gateway.networking.k8s.io/v1", "autoscaling.k8s.io/v1", "operator.victoriametrics.com/v1beta1"}
+
 func TestAddonChartsRender(t *testing.T) {
 	tree := realTree(t)
-	crds := []string{"monitoring.coreos.com/v1", "monitoring.coreos.com/v1/ServiceMonitor", "cert-manager.io/v1",
-		"snapshot.storage.k8s.io/v1", "gateway.networking.k8s.io/v1", "autoscaling.k8s.io/v1", "operator.victoriametrics.com/v1beta1"}
+	crds := servedCRDs
 	for _, n := range everyNamedChart(t) {
 		if !strings.HasPrefix(n.by, "addon ") {
 			continue

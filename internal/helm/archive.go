@@ -13,9 +13,11 @@ import (
 	"sort"
 	"time"
 
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	"k8s.io/client-go/discovery"
 )
 
 // Archive packages a chart the way `helm package` does, with every
@@ -104,28 +106,83 @@ func ValidateValues(c *Chart, values map[string]any) error {
 	return nil
 }
 
-// Render renders the chart's templates offline, as `helm template` does,
-// and returns the manifests by template name.
-func Render(c *Chart, values map[string]any, releaseName, namespace string) (map[string]string, error) {
-	ch, err := c.Load()
-	if err != nil {
-		return nil, err
+// Render renders the chart as helm-controller will, offline: dependencies
+// processed as Helm processes them before rendering (conditions and tags
+// drop subcharts, import-values lift their values), against caps (the
+// cluster's version and served APIs; nil means Helm's built-in defaults),
+// once as an install and once as an upgrade, since a chart may render
+// differently on either path. It returns what Helm would apply by file
+// name, prefixed with the path ("install/", "upgrade/"): the templates and
+// the files of every crds/ folder.
+func Render(c *Chart, values map[string]any, releaseName, namespace string, caps *chartutil.Capabilities) (map[string]string, error) {
+	if caps == nil {
+		caps = chartutil.DefaultCapabilities
 	}
-	vals, err := chartutil.ToRenderValues(ch, values,
-		chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, IsInstall: true}, chartutil.DefaultCapabilities)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrValuesRejected, err)
-	}
-	out, err := engine.Render(ch, vals)
-	if err != nil {
-		return nil, err
-	}
-	// Helm applies the files of every crds/ folder as they are, before the
-	// templates; helm-controller even replaces existing CRDs with them.
-	for _, crd := range ch.CRDObjects() {
-		out[crd.Filename] = string(crd.File.Data)
+	out := map[string]string{}
+	for _, install := range []bool{true, false} {
+		ch, err := c.Load()
+		if err != nil {
+			return nil, err
+		}
+		if err := chartutil.ProcessDependenciesWithMerge(ch, values); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrValuesRejected, err)
+		}
+		vals, err := chartutil.ToRenderValues(ch, values,
+			chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, IsInstall: install, IsUpgrade: !install, Revision: renderedRevision(install)}, caps)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrValuesRejected, err)
+		}
+		rendered, err := engine.Render(ch, vals)
+		if err != nil {
+			return nil, err
+		}
+		prefix := "upgrade/"
+		if install {
+			prefix = "install/"
+		}
+		for name, m := range rendered {
+			out[prefix+name] = m
+		}
+		// Helm applies the files of every crds/ folder as they are, before
+		// the templates; helm-controller even replaces existing CRDs.
+		for _, crd := range ch.CRDObjects() {
+			out[prefix+crd.Filename] = string(crd.File.Data)
+		}
 	}
 	return out, nil
+}
+
+// renderedRevision is the release revision each path renders with: the
+// first, or a later one.
+func renderedRevision(install bool) int {
+	if install {
+		return 1
+	}
+	return 2
+}
+
+// Capabilities are a cluster's version and served APIs, as Helm renders
+// against them.
+type Capabilities = chartutil.Capabilities
+
+// Capabilities reads what the cluster serves now, as Helm does before an
+// install or upgrade: its version and every API version and kind. An
+// aggregated API that does not answer leaves its group out, as in Helm.
+func (c *Client) Capabilities() (*chartutil.Capabilities, error) {
+	c.discovery.Invalidate()
+	kv, err := c.discovery.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading the server version: %w", err)
+	}
+	vs, err := action.GetVersionSet(c.discovery)
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("reading the served APIs: %w", err)
+	}
+	return &chartutil.Capabilities{
+		APIVersions: vs,
+		KubeVersion: chartutil.KubeVersion{Version: kv.GitVersion, Major: kv.Major, Minor: kv.Minor},
+		HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
+	}, nil
 }
 
 // lookupCall finds a call of Helm's lookup function inside a template

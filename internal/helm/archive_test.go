@@ -7,11 +7,13 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
 )
 
 func TestArchiveIsReproducibleAndLoadable(t *testing.T) {
@@ -119,8 +121,9 @@ func TestArchiveCarriesMergedValuesFiles(t *testing.T) {
 	}
 }
 
-// Render gives what Helm applies: the templates and the crds/ files; a
-// template that calls lookup, in a subchart or a partial, is named.
+// Render gives what Helm applies on both paths: the templates and the
+// crds/ files; a template that calls lookup, in a subchart or a partial, is
+// named.
 func TestRenderAndLookup(t *testing.T) {
 	fsys := fstest.MapFS{
 		"app/Chart.yaml":                      {Data: []byte("apiVersion: v2\nname: app\nversion: 0.1.0\n")},
@@ -135,11 +138,12 @@ func TestRenderAndLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Render(c, nil, "r", "ns")
+	out, err := Render(c, nil, "r", "ns", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"app/templates/cm.yaml", "app/crds/crd.yaml", "app/charts/sub/crds/nested.yaml"} {
+	for _, name := range []string{"install/app/templates/cm.yaml", "install/app/crds/crd.yaml", "install/app/charts/sub/crds/nested.yaml",
+		"upgrade/app/templates/cm.yaml"} {
 		if _, ok := out[name]; !ok {
 			t.Errorf("Render left out %s: %v", name, slices.Collect(maps.Keys(out)))
 		}
@@ -150,5 +154,47 @@ func TestRenderAndLookup(t *testing.T) {
 	}
 	if !slices.Equal(lookups, []string{"app/charts/sub/templates/_probe.tpl"}) {
 		t.Errorf("templates calling lookup: %v", lookups)
+	}
+}
+
+// Helm renders with dependencies processed (a condition drops a subchart,
+// import-values lift its values), the cluster's APIs and the install or
+// upgrade path; a chart can hide an object behind any of them.
+func TestRenderAsHelmControllerWill(t *testing.T) {
+	fsys := fstest.MapFS{
+		"app/Chart.yaml": {Data: []byte(`apiVersion: v2
+name: app
+version: 0.1.0
+dependencies:
+- {name: extra, version: 0.1.0, condition: extra.enabled}
+- {name: lib, version: 0.1.0, import-values: [{child: exported, parent: imported}]}
+`)},
+		"app/values.yaml":                   {Data: []byte("extra: {enabled: false}\n")},
+		"app/templates/paths.yaml":          {Data: []byte("{{ if .Release.IsUpgrade }}kind: OnUpgrade{{ else }}kind: OnInstall{{ end }}\n")},
+		"app/templates/apis.yaml":           {Data: []byte("{{ if .Capabilities.APIVersions.Has \"cilium.io/v2\" }}kind: WithCilium{{ end }}\n")},
+		"app/templates/imported.yaml":       {Data: []byte("kind: {{ .Values.imported.kind | default \"NotImported\" }}\n")},
+		"app/charts/extra/Chart.yaml":       {Data: []byte("apiVersion: v2\nname: extra\nversion: 0.1.0\n")},
+		"app/charts/extra/templates/x.yaml": {Data: []byte("kind: FromDisabledSubchart\n")},
+		"app/charts/lib/Chart.yaml":         {Data: []byte("apiVersion: v2\nname: lib\nversion: 0.1.0\n")},
+		"app/charts/lib/values.yaml":        {Data: []byte("exported: {kind: Imported}\n")},
+	}
+	c, err := BuildFromTree(TreeChart{Tree: fsys, Path: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.APIVersions = append(caps.APIVersions, "cilium.io/v2")
+	out, err := Render(c, map[string]any{}, "r", "ns", caps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(slices.Collect(maps.Values(out)), "\n")
+	for _, want := range []string{"kind: OnInstall", "kind: OnUpgrade", "kind: WithCilium", "kind: Imported"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("rendering lacks %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "FromDisabledSubchart") || strings.Contains(all, "NotImported") {
+		t.Errorf("rendered what Helm would not:\n%s", all)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cozystack/tenant-operator/internal/apply"
 	"github.com/cozystack/tenant-operator/internal/artifacts"
+	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/outcome"
 	"github.com/cozystack/tenant-operator/internal/source"
 	"github.com/cozystack/tenant-operator/internal/statuswrite"
@@ -43,6 +44,9 @@ type Reconciler struct {
 	Apply     *apply.Engine
 	Puller    *source.Puller
 	Store     *artifacts.Store
+	// Capabilities reads the cluster's version and served APIs, which the
+	// privilege classification renders against, as helm-controller will.
+	Capabilities func() (*helm.Capabilities, error)
 
 	charts   chartCache
 	findings findingsCache

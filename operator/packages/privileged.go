@@ -28,6 +28,17 @@ type findingsCache struct {
 // is not the one who decides.
 func (r *Reconciler) classify(pkg *cozyv1.Package, desired []*release, cluster map[string]any) error {
 	var all, evidence []string
+	// Read once per classification that renders, when it renders: a
+	// Package whose findings are cached costs no discovery.
+	var caps *helm.Capabilities
+	capabilities := func() (*helm.Capabilities, error) {
+		if caps != nil || r.Capabilities == nil {
+			return caps, nil
+		}
+		c, err := r.Capabilities()
+		caps = c
+		return c, err
+	}
 	for _, rel := range desired {
 		layer := map[string]any{}
 		if len(rel.HR.Spec.ValuesFrom) > 0 {
@@ -41,7 +52,11 @@ func (r *Reconciler) classify(pkg *cozyv1.Package, desired []*release, cluster m
 		key := fmt.Sprintf("%s|%s|%s|%x", rel.Artifact.Digest, rel.HR.Namespace, rel.HR.Spec.ReleaseName, sha256.Sum256(raw))
 		found, ok := r.findings.get(key)
 		if !ok {
-			manifests, err := helm.Render(rel.Chart, vals, rel.HR.Spec.ReleaseName, rel.HR.Namespace)
+			c, err := capabilities()
+			if err != nil {
+				return outcome.Retry(ReasonInternalError, fmt.Errorf("component %s: the cluster's APIs, for rendering as Flux will: %w", rel.Component.Name, err))
+			}
+			manifests, err := helm.Render(rel.Chart, vals, rel.HR.Spec.ReleaseName, rel.HR.Namespace, c)
 			if err != nil {
 				return outcome.Terminal(ReasonChartInvalid, "component %s: rendering: %v", rel.Component.Name, err)
 			}
