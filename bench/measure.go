@@ -308,10 +308,6 @@ func defaultAddons(bootstrap []bundle.Component, facts bundle.Facts) ([]bundle.C
 			network = append(network, c.Name)
 		}
 	}
-	libs := map[string]string{}
-	for _, l := range catalogue.Libraries {
-		libs[l.Name] = l.Path
-	}
 	enabled := map[string]bool{}
 	for _, a := range sel.Enabled {
 		enabled[a.Name] = true
@@ -333,14 +329,7 @@ func defaultAddons(bootstrap []bundle.Component, facts bundle.Facts) ([]bundle.C
 			deps = append(deps, network...)
 		}
 		for i, c := range a.Components {
-			ref := bundle.ChartRef{Path: c.Path, ValuesFiles: c.ValuesFiles}
-			for _, l := range c.Libraries {
-				if ref.Libraries == nil {
-					ref.Libraries = map[string]string{}
-				}
-				ref.Libraries[l] = libs[l]
-			}
-			comp := bundle.Component{Name: a.Name, Tier: bundle.TierAddons, DependsOn: deps, Chart: ref,
+			comp := bundle.Component{Name: a.Name, Tier: bundle.TierAddons, DependsOn: deps, Chart: catalogue.ChartRef(c),
 				Release: bundle.ReleaseRef{Name: c.Install.ReleaseName, Namespace: c.Install.Namespace}}
 			if i == 0 {
 				comp.Values = values

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -49,10 +48,7 @@ func cozystackReleases(t *testing.T, overrides map[string]any) (map[string]cozys
 		"_namespace": map[string]any{"etcd": "tenant-root", "monitoring": "tenant-root", "host": "example.org"},
 		"_cluster":   map[string]any{"cluster-domain": "cozy.local", "root-host": "example.org"},
 	}
-	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-	inst.ClientOnly, inst.DryRun, inst.Replace = true, true, true
-	inst.ReleaseName, inst.Namespace = "kubernetes-foo", "tenant-foo"
-	rel, err := inst.Run(ch, chartutil.CoalesceTables(overrides, platform))
+	rel, err := renderAsKubernetesApp(ch, chartutil.CoalesceTables(overrides, platform))
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"sigs.k8s.io/yaml"
 
@@ -94,19 +95,9 @@ func everyNamedChart(t *testing.T) []named {
 	if err != nil {
 		t.Fatal(err)
 	}
-	libs := map[string]string{}
-	for _, l := range addons.Libraries {
-		libs[l.Name] = l.Path
-	}
 	for _, a := range addons.Addons {
 		for _, c := range a.Components {
-			ref := bundle.ChartRef{Path: c.Path, ValuesFiles: c.ValuesFiles}
-			for _, l := range c.Libraries {
-				if ref.Libraries == nil {
-					ref.Libraries = map[string]string{}
-				}
-				ref.Libraries[l] = libs[l]
-			}
+			ref := addons.ChartRef(c)
 			release, ns := c.Name, ""
 			if c.Install != nil {
 				if c.Install.ReleaseName != "" {
@@ -487,10 +478,7 @@ func cozystackMapping(t *testing.T, overrides map[string]any) (*seederv1.TenantS
 		"_cluster":       map[string]any{"cluster-domain": "cozy.local"},
 		"tenantOperator": map[string]any{"version": "v0.1.0", "packages": map[string]any{"url": "oci://registry.example/cozystack-packages", "digest": "sha256:" + strings.Repeat("a", 64)}},
 	}
-	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-	inst.ClientOnly, inst.DryRun, inst.Replace = true, true, true
-	inst.ReleaseName, inst.Namespace = "kubernetes-foo", "tenant-foo"
-	rel, err := inst.Run(ch, chartutil.CoalesceTables(overrides, platform))
+	rel, err := renderAsKubernetesApp(ch, chartutil.CoalesceTables(overrides, platform))
 	if err != nil {
 		return nil, err
 	}
@@ -583,4 +571,13 @@ func TestCozystackMapping(t *testing.T) {
 		_, err := cozystackMapping(t, map[string]any{"addons": map[string]any{"brandNew": map[string]any{"enabled": true}}})
 		NewWithT(t).Expect(err).To(MatchError(ContainSubstring("addons.brandNew has no mapping")))
 	})
+}
+
+// renderAsKubernetesApp renders ch offline as apps/kubernetes' release of a
+// tenant "foo".
+func renderAsKubernetesApp(ch *chart.Chart, vals map[string]any) (*release.Release, error) {
+	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	inst.ClientOnly, inst.DryRun, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = "kubernetes-foo", "tenant-foo"
+	return inst.Run(ch, vals)
 }

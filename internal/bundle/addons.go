@@ -69,6 +69,23 @@ func (a *Addon) Needs(enabled func(string) bool) []string {
 	return out
 }
 
+// ChartRef is an addon component's chart, its libraries resolved to their
+// directories in the packages tree.
+func (a *Addons) ChartRef(c cozyv1.Component) ChartRef {
+	ref := ChartRef{Path: c.Path, ValuesFiles: c.ValuesFiles}
+	for _, name := range c.Libraries {
+		for _, l := range a.Libraries {
+			if l.Name == name {
+				if ref.Libraries == nil {
+					ref.Libraries = map[string]string{}
+				}
+				ref.Libraries[name] = l.Path
+			}
+		}
+	}
+	return ref
+}
+
 // PackageName is the name of the addon's PackageSource and Package.
 func (a *Addon) PackageName() string { return AddonPrefix + a.Name }
 
