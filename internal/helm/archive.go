@@ -13,11 +13,9 @@ import (
 	"sort"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
-	"k8s.io/client-go/discovery"
 )
 
 // Archive packages a chart the way `helm package` does, with every
@@ -159,30 +157,6 @@ func renderedRevision(install bool) int {
 		return 1
 	}
 	return 2
-}
-
-// Capabilities are a cluster's version and served APIs, as Helm renders
-// against them.
-type Capabilities = chartutil.Capabilities
-
-// Capabilities reads what the cluster serves now, as Helm does before an
-// install or upgrade: its version and every API version and kind. An
-// aggregated API that does not answer leaves its group out, as in Helm.
-func (c *Client) Capabilities() (*chartutil.Capabilities, error) {
-	c.discovery.Invalidate()
-	kv, err := c.discovery.ServerVersion()
-	if err != nil {
-		return nil, fmt.Errorf("reading the server version: %w", err)
-	}
-	vs, err := action.GetVersionSet(c.discovery)
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		return nil, fmt.Errorf("reading the served APIs: %w", err)
-	}
-	return &chartutil.Capabilities{
-		APIVersions: vs,
-		KubeVersion: chartutil.KubeVersion{Version: kv.GitVersion, Major: kv.Major, Minor: kv.Minor},
-		HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
-	}, nil
 }
 
 // lookupCall finds a call of Helm's lookup function inside a template

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,6 +116,30 @@ func New(cfg *rest.Config) (*Client, error) {
 	return &Client{config: cfg, discovery: dc, mapper: mapper, metadata: md, core: core,
 		actions: map[string]*action.Configuration{}, decoded: map[string]decodedRevision{}, known: map[string]revision{},
 		written: map[string]*Release{}}, nil
+}
+
+// Capabilities are a cluster's version and served APIs, as Helm renders
+// against them.
+type Capabilities = chartutil.Capabilities
+
+// Capabilities reads what the cluster serves now, as Helm does before an
+// install or upgrade: its version and every API version and kind. An
+// aggregated API that does not answer leaves its group out, as in Helm.
+func (c *Client) Capabilities() (*chartutil.Capabilities, error) {
+	c.discovery.Invalidate()
+	kv, err := c.discovery.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading the server version: %w", err)
+	}
+	vs, err := action.GetVersionSet(c.discovery)
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("reading the served APIs: %w", err)
+	}
+	return &chartutil.Capabilities{
+		APIVersions: vs,
+		KubeVersion: chartutil.KubeVersion{Version: kv.GitVersion, Major: kv.Major, Minor: kv.Minor},
+		HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
+	}, nil
 }
 
 // configuration returns the action configuration whose storage lives in ns.
