@@ -22,10 +22,9 @@ import (
 	"github.com/cozystack/tenant-operator/internal/bundle"
 )
 
-// fluxResult is the Flux-only chain's time and helm-controller's footprint.
+// fluxResult is the Flux-only chain's time.
 type fluxResult struct {
 	ready        time.Duration
-	helmRSS      framework.Memory
 	helmReleases int
 }
 
@@ -49,19 +48,11 @@ func measureFluxChain(ctx context.Context, nodes int) (fluxResult, error) {
 		rels = append(rels, chainRelease{name: c.Name, chartPath: c.Chart.Path, release: c.Release.Name,
 			namespace: c.Release.Namespace, dependsOn: c.DependsOn, values: bundle.Values(c, facts, nil)})
 	}
-	took, err := runChain(ctx, w, rels, nil)
+	took, err := runChain(ctx, w, rels, nil, nil)
 	if err != nil {
 		return fluxResult{}, err
 	}
-	res := fluxResult{ready: took, helmReleases: len(rels)}
-	pid, err := pidOf(w, "helm-controller")
-	if err != nil {
-		return fluxResult{}, err
-	}
-	if res.helmRSS, err = framework.ReadMemory(pid); err != nil {
-		return fluxResult{}, err
-	}
-	return res, nil
+	return fluxResult{ready: took, helmReleases: len(rels)}, nil
 }
 
 // chainRelease is one HelmRelease of a chain the real helm-controller
@@ -78,10 +69,16 @@ type chainRelease struct {
 // at once (shaped further by shape, when given) and returns the time from
 // their creation until a watch, opened before, has delivered every one
 // Ready. The HelmReleases are deleted afterwards: helm-controller's
-// finalizers would outlive it otherwise.
-func runChain(ctx context.Context, w *world.World, rels []chainRelease, shape func(*helmv2.HelmRelease)) (time.Duration, error) {
+// finalizers would outlive it otherwise. A probe, when given, watches
+// Flux's memory from its start until after the releases are Ready.
+func runChain(ctx context.Context, w *world.World, rels []chainRelease, shape func(*helmv2.HelmRelease), probe *footprintProbe) (time.Duration, error) {
 	if err := w.StartFlux(ctx); err != nil {
 		return 0, err
+	}
+	if probe != nil {
+		if err := probe.start(w); err != nil {
+			return 0, err
+		}
 	}
 	c, err := client.New(w.Config, client.Options{Scheme: framework.Scheme()})
 	if err != nil {
@@ -150,6 +147,11 @@ func runChain(ctx context.Context, w *world.World, rels []chainRelease, shape fu
 		return 0, err
 	}
 	took := time.Since(start)
+	if probe != nil {
+		if err := probe.finish(ctx); err != nil {
+			return 0, err
+		}
+	}
 	for _, hr := range hrs {
 		_ = c.Delete(ctx, hr)
 	}

@@ -20,12 +20,14 @@ type idleResult struct {
 	// other counts requests on anything but the leader-election Lease.
 	other  int
 	byVerb map[string]int
-	mem    framework.Memory
-	// atReady is its RSS when the addons turned Ready, before it had been
-	// quiet long enough to release the pages start-up touched.
-	atReady framework.Memory
-	// floor is the same binary's RSS at its first API request.
-	floor framework.Memory
+	// mem is its memory at the window's end.
+	mem framework.Memory
+	// peakAnon is the most anonymous memory it held from its start until
+	// the addons were Ready.
+	peakAnon float64
+	// floor is the same binary's memory at its first API request.
+	floor  framework.Memory
+	binary int64
 	// settle counts the same for the settle period before the window.
 	settle *idleResult
 	// watches are the operator's watches still open at the window's end,
@@ -40,7 +42,8 @@ type idleResult struct {
 
 // measureIdle bootstraps a tenant with the API server's audit log on, waits
 // for Ready, then counts the operator's requests over the window from the
-// audit log (filtered by its ServiceAccount) and reads its RSS at the end.
+// audit log (filtered by its ServiceAccount) and reads its memory at the
+// end.
 func measureIdle(ctx context.Context, bin string, o options) (idleResult, error) {
 	nodes, window := o.nodes, o.idle
 	floor, err := measureFloor(ctx, bin)
@@ -77,6 +80,7 @@ func measureIdle(ctx context.Context, bin string, o options) (idleResult, error)
 	if err != nil {
 		return idleResult{}, err
 	}
+	peak := framework.SamplePeak(t.Operator.Procs[0].PID(), sampleEvery)
 	if err := t.ApplyBundle(ctx, framework.Bundle(w, url)); err != nil {
 		return idleResult{}, err
 	}
@@ -92,7 +96,11 @@ func measureIdle(ctx context.Context, bin string, o options) (idleResult, error)
 		return idleResult{}, err
 	}
 	ready := time.Now()
-	atReady, err := framework.ReadMemory(t.Operator.Procs[0].PID())
+	peakAnon, err := peak.Stop()
+	if err != nil {
+		return idleResult{}, err
+	}
+	size, err := binarySize(t.Operator.Procs[0].PID())
 	if err != nil {
 		return idleResult{}, err
 	}
@@ -105,7 +113,7 @@ func measureIdle(ctx context.Context, bin string, o options) (idleResult, error)
 	}
 	to := time.Now()
 	from := ready.Add(settle)
-	res := idleResult{window: to.Sub(from), byVerb: map[string]int{}, floor: floor, atReady: atReady}
+	res := idleResult{window: to.Sub(from), byVerb: map[string]int{}, floor: floor, peakAnon: peakAnon, binary: size}
 	res.settle = &idleResult{window: settle, byVerb: map[string]int{}}
 	if res.mem, err = framework.ReadMemory(t.Operator.Procs[0].PID()); err != nil {
 		return idleResult{}, err

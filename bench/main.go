@@ -120,7 +120,7 @@ func run(ctx context.Context, o options) error {
 		if t.operator, err = measureWholeTenant(ctx, operator, o.nodes); err != nil {
 			return fmt.Errorf("whole tenant: %w", err)
 		}
-		if t.management, t.releases, err = measureManagementChain(ctx, o.nodes); err != nil {
+		if t.management, t.releases, err = measureManagementChain(ctx, o.nodes, nil); err != nil {
 			return fmt.Errorf("management chain: %w", err)
 		}
 		if t.limit, err = measureCriticalPath(ctx, o.nodes, true); err != nil {
@@ -132,6 +132,10 @@ func run(ctx context.Context, o options) error {
 	if o.idle > 0 {
 		if r.idle, err = measureIdle(ctx, operator, o); err != nil {
 			return fmt.Errorf("idle: %w", err)
+		}
+		fmt.Println("flux footprint: the whole tenant's releases with helm-controller and source-controller")
+		if r.flux, err = measureFluxFootprint(ctx, o.nodes, settle+o.idle); err != nil {
+			return fmt.Errorf("flux footprint: %w", err)
 		}
 	}
 	var ops []time.Duration

@@ -64,7 +64,7 @@ func managementChain(w *world.World) ([]chainRelease, error) {
 // storage namespace = target namespace, unlimited install and upgrade
 // retries, 10-minute timeout). The clock runs from the HelmReleases'
 // creation to all of them Ready.
-func measureManagementChain(ctx context.Context, nodes int) (time.Duration, int, error) {
+func measureManagementChain(ctx context.Context, nodes int, probe *footprintProbe) (time.Duration, int, error) {
 	w, err := newWorld(ctx, "bench-management", nodes, map[string][]string{
 		world.HelmController: {"--requeue-dependency=30s"},
 	})
@@ -92,7 +92,7 @@ func measureManagementChain(ctx context.Context, nodes int) (time.Duration, int,
 		hr.Spec.KubeConfig = &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: secret, Key: key}}
 		hr.Spec.Timeout = &metav1.Duration{Duration: 10 * time.Minute}
 		hr.Spec.Upgrade = &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: -1}}
-	})
+	}, probe)
 	return took, len(rels), err
 }
 

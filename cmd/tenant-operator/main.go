@@ -38,7 +38,6 @@ import (
 	"github.com/cozystack/tenant-operator/internal/scheme"
 	"github.com/cozystack/tenant-operator/internal/seed"
 	"github.com/cozystack/tenant-operator/internal/source"
-	"github.com/cozystack/tenant-operator/internal/trim"
 	"github.com/cozystack/tenant-operator/internal/watch"
 	"github.com/cozystack/tenant-operator/manifests"
 	"github.com/cozystack/tenant-operator/operator/addons"
@@ -61,7 +60,6 @@ type options struct {
 	crdTimeout                       time.Duration
 	progressInterval                 time.Duration
 	artifactAddr, artifactURL        string
-	releaseIdleAfter                 time.Duration
 }
 
 func (o *options) bindFlags(fs *flag.FlagSet) {
@@ -83,7 +81,6 @@ func (o *options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.variantsDir, "variants-dir", "", "a folder of extra variants (<name>/variant.yaml) besides the built-in ones")
 	fs.StringVar(&o.artifactAddr, "artifact-bind-address", "127.0.0.1:9795", "where helm-controller downloads the chart artifacts of addons and packages (the node's address when Flux may run on another node)")
 	fs.StringVar(&o.artifactURL, "artifact-advertise-url", "", "base URL of the artifact server as Flux sees it (default http://<artifact-bind-address>)")
-	fs.DurationVar(&o.releaseIdleAfter, "release-idle-memory-after", 30*time.Second, "after this long without API requests (Lease renewals aside), give the kernel back the executable pages and free heap that start-up and the bootstrap touched; 0 keeps them")
 	fs.DurationVar(&o.progressInterval, "progress-report-interval", time.Second, "least time between two TenantBundle status writes that only report a bootstrap's progress (errors, Stalled, Ready and a new generation are written at once); 0 writes each at once")
 	fs.DurationVar(&o.crdTimeout, "crd-timeout", 2*time.Minute, "how long to wait for our CRDs to be established at start")
 }
@@ -124,11 +121,6 @@ func main() {
 
 func run(ctx context.Context, opts options) error {
 	cfg := ctrl.GetConfigOrDie()
-	// Every client below is built from cfg, so all API requests reach it.
-	trimmer := &trim.Trimmer{Quiet: opts.releaseIdleAfter, Log: ctrl.Log.WithName("trim")}
-	if opts.releaseIdleAfter > 0 {
-		cfg.Wrap(trimmer.Wrap)
-	}
 	scheme := scheme.New()
 	// One REST mapper for the direct client and the manager: each would
 	// otherwise read the API server's discovery on its own, the manager's
@@ -160,6 +152,10 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
+	platform, err := platformNamespaces(loaded, opts.leaderNamespace)
+	if err != nil {
+		return err
+	}
 	puller := &source.Puller{CacheDir: opts.cacheDir, Hot: bundle.Under(hot), Log: ctrl.Log.WithName("source")}
 	go tenantbundle.Prefetch(ctx, direct, puller)
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -182,6 +178,7 @@ func run(ctx context.Context, opts options) error {
 	for _, obj := range readiness.WorkloadTypes() {
 		byObject[obj] = cache.ByObject{Label: managed}
 	}
+	byObject[&corev1.Secret{}] = cache.ByObject{Field: packages.ValuesSecretSelector()}
 	mgrOpts := ctrl.Options{
 		Scheme:                        scheme,
 		MapperProvider:                func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil },
@@ -234,11 +231,6 @@ func run(ctx context.Context, opts options) error {
 	if store.BaseURL == "" {
 		store.BaseURL = "http://" + opts.artifactAddr
 	}
-	if opts.releaseIdleAfter > 0 {
-		if err := mgr.Add(trimmer); err != nil {
-			return err
-		}
-	}
 	if err := mgr.Add(&artifacts.Server{Store: store, Addr: opts.artifactAddr}); err != nil {
 		return err
 	}
@@ -257,12 +249,14 @@ func run(ctx context.Context, opts options) error {
 			return err
 		}
 		return (&packages.Reconciler{
-			Client:       mgr.GetClient(),
-			APIReader:    mgr.GetAPIReader(),
-			Capabilities: helmClient.Capabilities,
-			Apply:        applier,
-			Puller:       puller,
-			Store:        store,
+			Client:             mgr.GetClient(),
+			APIReader:          mgr.GetAPIReader(),
+			Capabilities:       helmClient.Capabilities,
+			Apply:              applier,
+			Puller:             puller,
+			Store:              store,
+			Bundles:            bundles.FS,
+			PlatformNamespaces: platform,
 		}).SetupWithManager(mgr)
 	}
 	if err := mgr.Add(&addons.Starter{Manager: mgr, Apply: applier, Probe: probe, CRDs: flux.CRDs, Watched: packageCRDs,
@@ -308,4 +302,21 @@ func newLock(cfg *rest.Config, opts options) (resourcelock.Interface, error) {
 	}
 	return resourcelock.New(resourcelock.LeasesResourceLock, opts.leaderNamespace, seed.LeaseName,
 		core, coordination, resourcelock.ResourceLockConfig{Identity: opts.leaderIdentity})
+}
+
+// platformNamespaces are the namespaces of the bundles' components and
+// addons, Flux's and the operator's own.
+func platformNamespaces(variants map[string]*bundle.Variant, own string) (map[string]bool, error) {
+	names, err := bundle.PlatformNamespaces(bundles.FS, variants)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{flux.Namespace: true}
+	if own != "" {
+		out[own] = true
+	}
+	for _, n := range names {
+		out[n] = true
+	}
+	return out, nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/cozystack/tenant-operator/e2e/framework"
 )
 
-var operatorBin, cliBin string
+var operatorBin, blindOperatorBin, cliBin string
 
 func TestCatalog(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -27,6 +27,8 @@ var _ = BeforeSuite(func() {
 	operatorBin, err = framework.BuildOperator(dir)
 	Expect(err).NotTo(HaveOccurred())
 	cliBin, err = framework.Build(dir, "kubectl-tenant")
+	Expect(err).NotTo(HaveOccurred())
+	blindOperatorBin, err = framework.BuildTagged(dir, "tenant-operator", "classifierblind")
 	Expect(err).NotTo(HaveOccurred())
 })
 

@@ -2,6 +2,9 @@ package catalog
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -10,11 +13,15 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/tenant-operator/e2e/framework"
+	e2epackages "github.com/cozystack/tenant-operator/e2e/packages"
 	"github.com/cozystack/tenant-operator/e2e/world"
 	"github.com/cozystack/tenant-operator/internal/seed"
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
@@ -99,7 +106,8 @@ var _ = Describe("The cozy-in-cozy catalog", Ordered, func() {
 		Expect(*d.Spec.Replicas).To(BeEquivalentTo(2))
 		Expect(d.Annotations).To(HaveKeyWithValue("echo.example/cluster-domain", "cluster.local"))
 		Expect(d.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "MESSAGE", Value: "from the tenant values file"}))
-		Expect(namespaceLabels(ctx, t, "tenant-echo")).NotTo(HaveKey(psaLabel))
+		Expect(namespaceLabels(ctx, t, "tenant-echo")).To(HaveKeyWithValue(psaLabel, "baseline"),
+			"a catalog app's namespace refuses privileged pods at the API server")
 
 		By("webapp follows once echo is Ready, and its release comes after echo's")
 		Eventually(func(g Gomega) {
@@ -130,6 +138,13 @@ var _ = Describe("The cozy-in-cozy catalog", Ordered, func() {
 		hrs := helmReleases(ctx, t, "ingress")
 		Expect(hrs).To(HaveLen(1))
 		Expect(hrs[0].Labels).To(HaveKeyWithValue(packages.PrivilegedLabel, "true"))
+
+		By("the confirmation of a cluster-wide finding is what grants its identity rights beyond the namespace")
+		Expect(hrs[0].Spec.ServiceAccountName).To(Equal(packages.AppServiceAccount("ingress")))
+		crb := &rbacv1.ClusterRoleBinding{}
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: packages.AppClusterBinding("ingress")}, crb)).To(Succeed())
+		Expect(crb.RoleRef.Name).To(Equal("cluster-admin"))
+		Expect(crb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: packages.AppServiceAccount("ingress"), Namespace: "cozy-ingress"}))
 	})
 
 	It("holds an app that claims privileged: false but renders a privileged pod, and the management side can forbid it", func(ctx SpecContext) {
@@ -215,6 +230,147 @@ var _ = Describe("The cozy-in-cozy catalog", Ordered, func() {
 	})
 })
 
+var _ = Describe("The platform's enforcement of the catalog gate", Ordered, func() {
+	var t *framework.Tenant
+
+	BeforeAll(func(ctx SpecContext) {
+		w, err := world.Start(ctx, world.Options{Name: "catalog-gate",
+			Nodes:          []world.NodeSpec{{Name: "worker-1"}},
+			CNIPodSelector: framework.CNISelector})
+		Expect(err).NotTo(HaveOccurred())
+		framework.DeferCleanupWorld(w)
+		url, _, err := framework.PushPackagesWithTestApps(ctx, w)
+		Expect(err).NotTo(HaveOccurred())
+		t, err = framework.StartTenant(ctx, w, operatorBin, framework.SeedConfig(w))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(t.SeedBundle(ctx, framework.Bundle(w, url))).To(Succeed())
+		_, err = t.RunFlux(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		framework.ExpectReady(ctx, t)
+		for _, name := range append(slices.Sorted(maps.Keys(e2epackages.HostileCharts)), "spawner") {
+			Expect(framework.Apply(ctx, t.Client, tenantSource(name, "apps/"+name, "tenant-"+name))).To(Succeed())
+		}
+		Expect(framework.Apply(ctx, t.Client, tenantSource("sneaky", "apps/node-agent", "tenant-sneaky"))).To(Succeed())
+	})
+
+	It("holds every adversarial chart until a tenant admin confirms what it does", func(ctx SpecContext) {
+		for _, name := range slices.Sorted(maps.Keys(e2epackages.HostileCharts)) {
+			By(name)
+			out, err := t.CLI(ctx, cliBin, "catalog", "install", name)
+			Expect(err).To(HaveOccurred(), out)
+			Expect(out).To(ContainSubstring(packages.ReasonPrivilegedNotConfirmed))
+			Expect(out).To(ContainSubstring(e2epackages.HostileCharts[name]))
+			Expect(helmReleases(ctx, t, name)).To(BeEmpty())
+		}
+
+		By("a confirmed CRD installs, with the cluster rights the confirmation granted")
+		out, err := t.CLI(ctx, cliBin, "--wait", "2m", "catalog", "confirm", "hostile-crds")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("hostile-crds is Ready"))
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "widgets.hostile.example"}, &apiextensionsv1.CustomResourceDefinition{})).To(Succeed())
+	})
+
+	It("installs a catalog app as an identity of its own that cannot act beyond its namespace", func(ctx SpecContext) {
+		out, err := t.CLI(ctx, cliBin, "--wait", "2m", "catalog", "install", "spawner")
+		Expect(err).NotTo(HaveOccurred(), out)
+		hrs := helmReleases(ctx, t, "spawner")
+		Expect(hrs).To(HaveLen(1))
+		sa := packages.AppServiceAccount("spawner")
+		Expect(hrs[0].Spec.ServiceAccountName).To(Equal(sa))
+		Expect(apierrors.IsNotFound(t.Client.Get(ctx, client.ObjectKey{Name: packages.AppClusterBinding("spawner")}, &rbacv1.ClusterRoleBinding{}))).To(BeTrue(),
+			"nothing was confirmed, so nothing beyond the namespace is granted")
+
+		as := impersonate(t, "tenant-spawner", sa)
+		Expect(as.Create(ctx, configMap("tenant-spawner", "mine"))).To(Succeed(), "its own namespace is its to manage")
+		Expect(apierrors.IsForbidden(as.Create(ctx, configMap("kube-system", "theirs")))).To(BeTrue(), "another namespace is not")
+		grant := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "spawner-escalates"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "tenant-spawner"}}}
+		Expect(apierrors.IsForbidden(as.Create(ctx, grant))).To(BeTrue(), "nor is the cluster")
+	})
+
+	It("refuses at the API server a privileged pod the app starts at run time, which no rendering shows", func(ctx SpecContext) {
+		Expect(namespaceLabels(ctx, t, "tenant-spawner")).To(HaveKeyWithValue(psaLabel, "baseline"))
+		app := impersonate(t, "tenant-spawner", "spawner")
+		Expect(app.Create(ctx, pod("tenant-spawner", "plain", false))).To(Succeed(), "its RBAC lets it create pods")
+		err := app.Create(ctx, pod("tenant-spawner", "sneaky", true))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("violates PodSecurity"))
+	})
+
+	It("removes an app's identity and its namespace's level once helm-controller has uninstalled it", func(ctx SpecContext) {
+		out, err := t.CLI(ctx, cliBin, "--wait", "2m", "catalog", "uninstall", "spawner")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func(g Gomega) {
+			releases, err := framework.Releases(ctx, t.Client)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(releases).NotTo(ContainElement("tenant-spawner/spawner"))
+			sa := &corev1.ServiceAccount{}
+			err = t.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-spawner", Name: packages.AppServiceAccount("spawner")}, sa)
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ServiceAccount: %v", err)
+			err = t.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-spawner", Name: packages.AppServiceAccount("spawner")}, &rbacv1.RoleBinding{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "RoleBinding: %v", err)
+			g.Expect(namespaceLabels(ctx, t, "tenant-spawner")).NotTo(HaveKey(psaLabel))
+		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("refuses at the API server a privileged pod that the classifier was made to miss", func(ctx SpecContext) {
+		By("running an operator built blind to what pods do (-tags classifierblind)")
+		Expect(t.RunOperator(ctx, blindOperatorBin)).To(Succeed())
+		out, err := t.CLI(ctx, cliBin, "--wait", "0", "catalog", "install", "sneaky")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(func(g Gomega) {
+			ds := &appsv1.DaemonSet{}
+			g.Expect(t.Client.Get(ctx, client.ObjectKey{Namespace: "tenant-sneaky", Name: "sneaky"}, ds)).To(Succeed())
+		}).WithContext(ctx).Should(Succeed(), "helm-controller installed what the gate let through")
+
+		By("the DaemonSet's pods are refused by Pod Security admission")
+		Eventually(func(g Gomega) {
+			var events corev1.EventList
+			g.Expect(t.Client.List(ctx, &events, client.InNamespace("tenant-sneaky"))).To(Succeed())
+			var refused []string
+			for _, e := range events.Items {
+				if e.InvolvedObject.Kind == "DaemonSet" && e.Reason == "FailedCreate" && strings.Contains(e.Message, "violates PodSecurity") {
+					refused = append(refused, e.Message)
+				}
+			}
+			g.Expect(refused).NotTo(BeEmpty())
+		}).WithContext(ctx).Should(Succeed())
+		var pods corev1.PodList
+		Expect(t.Client.List(ctx, &pods, client.InNamespace("tenant-sneaky"))).To(Succeed())
+		Expect(pods.Items).To(BeEmpty())
+
+		By("the real classifier holds it again; what is installed is left as it is")
+		Expect(t.RunOperator(ctx, operatorBin)).To(Succeed())
+		Eventually(func(g Gomega) {
+			stalled := conditions.Get(currentPackage(ctx, g, t, "sneaky"), meta.StalledCondition)
+			g.Expect(stalled).NotTo(BeNil())
+			g.Expect(stalled.Reason).To(Equal(packages.ReasonPrivilegedNotConfirmed))
+		}).WithContext(ctx).Should(Succeed())
+	})
+})
+
+// impersonate is a client acting as the ServiceAccount ns/name.
+func impersonate(t *framework.Tenant, ns, name string) client.Client {
+	cfg := rest.CopyConfig(t.World.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+func configMap(ns, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// pod is a pod for the world's nodes; a privileged one shares the node's
+// process namespace.
+func pod(ns, name string, privileged bool) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{HostPID: privileged, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
+}
+
 // managementSources are the catalog sources the management side lists in
 // the TenantBundle; they point at the packages artifact's apps/.
 func managementSources() []tenantv1.CatalogSource {
@@ -235,19 +391,22 @@ func managementSources() []tenantv1.CatalogSource {
 // tenantSources are PackageSources a tenant admin applies; they name the
 // packages artifact's OCIRepository themselves.
 func tenantSources() []*cozyv1.PackageSource {
-	ps := func(name, path, ns string) *cozyv1.PackageSource {
-		return &cozyv1.PackageSource{
-			TypeMeta:   metav1.TypeMeta{APIVersion: cozyv1.GroupVersion.String(), Kind: "PackageSource"},
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: cozyv1.PackageSourceSpec{
-				SourceRef: &cozyv1.PackageSourceRef{Kind: "OCIRepository", Name: "cozystack-packages", Namespace: "cozy-fluxcd", Path: "/"},
-				Variants: []cozyv1.Variant{{Name: "default", Components: []cozyv1.Component{{
-					Name: name, Path: path, Install: &cozyv1.ComponentInstall{Namespace: ns, Privileged: false},
-				}}}},
-			},
-		}
+	return []*cozyv1.PackageSource{tenantSource("node-agent", "apps/node-agent", "tenant-logs"), tenantSource("probe", "apps/probe", "tenant-probe")}
+}
+
+// tenantSource is a PackageSource of one component at path of the packages
+// artifact, installed into ns, claiming nothing privileged.
+func tenantSource(name, path, ns string) *cozyv1.PackageSource {
+	return &cozyv1.PackageSource{
+		TypeMeta:   metav1.TypeMeta{APIVersion: cozyv1.GroupVersion.String(), Kind: "PackageSource"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: cozyv1.PackageSourceSpec{
+			SourceRef: &cozyv1.PackageSourceRef{Kind: "OCIRepository", Name: "cozystack-packages", Namespace: "cozy-fluxcd", Path: "/"},
+			Variants: []cozyv1.Variant{{Name: "default", Components: []cozyv1.Component{{
+				Name: name, Path: path, Install: &cozyv1.ComponentInstall{Namespace: ns, Privileged: false},
+			}}}},
+		},
 	}
-	return []*cozyv1.PackageSource{ps("node-agent", "apps/node-agent", "tenant-logs"), ps("probe", "apps/probe", "tenant-probe")}
 }
 
 // currentPackage reads a Package, failing the attempt until the operator

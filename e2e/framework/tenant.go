@@ -52,15 +52,24 @@ func Client(w *world.World) (client.Client, error) {
 func BuildOperator(dir string) (string, error) { return Build(dir, "tenant-operator") }
 
 // Build compiles cmd/<name> into dir.
-func Build(dir, name string) (string, error) {
+func Build(dir, name string) (string, error) { return BuildTagged(dir, name, "") }
+
+// BuildTagged compiles cmd/<name> with the build tag into dir: a binary
+// with a test-only behaviour compiled in, which no release build has.
+func BuildTagged(dir, name, tag string) (string, error) {
 	root, err := world.RepoRoot()
 	if err != nil {
 		return "", err
 	}
 	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/"+name)
+	args := []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", out}
+	if tag != "" {
+		out += "-" + tag
+		args = append(args[:len(args)-1], out, "-tags", tag)
+	}
+	// As `make build` builds them: static and stripped (see the Makefile).
+	cmd := exec.Command("go", append(args, "./cmd/"+name)...)
 	cmd.Dir = root
-	// As `make build` builds them: static (see the Makefile).
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -145,6 +154,24 @@ func StartTenant(ctx context.Context, w *world.World, binary string, cfg seed.Co
 		return nil, err
 	}
 	return t, nil
+}
+
+// RunOperator stops the operator and runs binary in its place, from the
+// same seeded Deployment (the same pod name, so it takes the Lease back at
+// once).
+func (t *Tenant) RunOperator(ctx context.Context, binary string) error {
+	if err := t.Operator.Stop(); err != nil {
+		return err
+	}
+	objs, err := seed.Objects(t.Seed)
+	if err != nil {
+		return err
+	}
+	t.Binary = binary
+	t.Operator, err = t.World.RunWorkload(ctx, t.Deployment(objs), world.RunOptions{
+		Binaries: map[string]string{seed.DefaultImage: binary},
+	})
+	return err
 }
 
 // Deployment picks the operator Deployment out of the seed.

@@ -1,6 +1,8 @@
 package packages
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -63,5 +65,49 @@ func TestClassifierReadsCozystacksCharts(t *testing.T) {
 	}
 	if seen != len(want) {
 		t.Errorf("checked %d of the %d well-known charts: a name changed", seen, len(want))
+	}
+}
+
+// Every adversarial chart is rendered and classified the way the operator's
+// gate does it (helm.Render against a tenant's APIs, privilege.Classify,
+// helm.TemplatesCallingLookup) and yields the finding HostileCharts names;
+// the unprivileged stand-ins yield none.
+func TestClassifierHoldsHostileCharts(t *testing.T) {
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+	caps.APIVersions = append(caps.APIVersions, "helm.toolkit.fluxcd.io/v2", "helm.toolkit.fluxcd.io/v2/HelmRelease")
+	entries, err := os.ReadDir(filepath.Join(TestdataDir(), "apps"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, e := range entries {
+		name := e.Name()
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			ch, err := helm.BuildFromTree(helm.TreeChart{Tree: os.DirFS(TestdataDir()), Path: "apps/" + name})
+			g.Expect(err).NotTo(HaveOccurred())
+			ns := "tenant-" + name
+			out, err := helm.Render(ch, nil, name, ns, caps)
+			g.Expect(err).NotTo(HaveOccurred())
+			r, err := privilege.Classify(out, ns)
+			g.Expect(err).NotTo(HaveOccurred())
+			lookups, err := helm.TemplatesCallingLookup(ch)
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, l := range lookups {
+				r.Findings = append(r.Findings, "template "+l+" calls lookup")
+			}
+			want, hostile := HostileCharts[name]
+			switch {
+			case hostile:
+				seen++
+				g.Expect(strings.Join(r.Findings, "\n")).To(ContainSubstring(want))
+			case name == "spawner" || name == "echo" || name == "webapp" || name == "probe":
+				g.Expect(r.Findings).To(BeEmpty())
+			}
+		})
+	}
+	if seen != len(HostileCharts) {
+		t.Errorf("classified %d of the %d hostile charts: a chart is missing under apps/", seen, len(HostileCharts))
 	}
 }

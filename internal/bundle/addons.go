@@ -391,3 +391,43 @@ func Under(dirs []string) func(name string) bool {
 		return false
 	}
 }
+
+// PlatformNamespaces lists the namespaces the platform's own components run
+// in: those of every bundle's components and addons, every variant's, and
+// Kubernetes' own. A catalog app placed in one of them shares it with them.
+func PlatformNamespaces(fsys fs.FS, variants map[string]*Variant) ([]string, error) {
+	files, err := fs.Glob(fsys, "*/bundle.yaml")
+	if err != nil {
+		return nil, err
+	}
+	out := []string{"default", "kube-node-lease", "kube-public", "kube-system"}
+	add := func(cs []Component) {
+		for _, c := range cs {
+			out = append(out, c.Release.Namespace)
+		}
+	}
+	for _, f := range files {
+		name := path.Dir(f)
+		def, err := Load(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		add(def.Components)
+		addons, err := LoadAddons(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range addons.Addons {
+			for _, c := range a.Components {
+				if c.Install != nil && c.Install.Namespace != "" {
+					out = append(out, c.Install.Namespace)
+				}
+			}
+		}
+	}
+	for _, v := range variants {
+		add(v.Components)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}

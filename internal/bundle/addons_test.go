@@ -189,3 +189,25 @@ func TestTreePaths(t *testing.T) {
 		}
 	}
 }
+
+func TestPlatformNamespaces(t *testing.T) {
+	vs, err := LoadVariants(variants.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := PlatformNamespaces(bundles.FS, vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ns, want := range map[string]bool{
+		"kube-system": true, "default": true, // Kubernetes' own
+		"cozy-cilium": true, "cozy-vsnap-crd": true, // the bootstrap tier
+		"cozy-csi":        true,                      // a variant's
+		"cozy-monitoring": true, "cozy-velero": true, // addons', enabled or not
+		"cozy-ingress": false, "tenant-echo": false,
+	} {
+		if slices.Contains(got, ns) != want {
+			t.Errorf("%s in PlatformNamespaces: %v, want %v (%v)", ns, !want, want, got)
+		}
+	}
+}

@@ -90,6 +90,10 @@ type Result struct {
 	// Pods says a pod template fails the baseline Pod Security Standard:
 	// the namespace must allow privileged pods for it to run.
 	Pods bool
+	// BeyondNamespace says a finding is not about pods: the rendering
+	// acts outside its namespace or beyond what a namespace admin may do,
+	// so installing it needs more than namespace-scoped rights.
+	BeyondNamespace bool
 	// Evidence digests every object that produced a finding, as rendered:
 	// a confirmation vouches for them, so a change to any of them (an
 	// image, a command, a host path, a rule) asks again.
@@ -129,17 +133,18 @@ func Classify(manifests map[string]string, namespace string) (Result, error) {
 	}
 	var out []string
 	var evidence [][]byte
-	pods := false
+	pods, beyond := false, false
 	for _, obj := range objs {
-		found, pod, err := classify(obj, namespace, defined)
+		other, pod, err := classify(obj, namespace, defined)
 		if err != nil {
 			return Result{}, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
-		pods = pods || pod
-		if len(found) == 0 {
+		pods = pods || len(pod) > 0
+		beyond = beyond || len(other) > 0
+		if len(other)+len(pod) == 0 {
 			continue
 		}
-		out = append(out, found...)
+		out = append(append(out, other...), pod...)
 		raw, err := json.Marshal(obj.Object)
 		if err != nil {
 			return Result{}, err
@@ -147,7 +152,7 @@ func Classify(manifests map[string]string, namespace string) (Result, error) {
 		evidence = append(evidence, raw)
 	}
 	sort.Strings(out)
-	res := Result{Findings: slices.Compact(out), Pods: pods}
+	res := Result{Findings: slices.Compact(out), Pods: pods, BeyondNamespace: beyond}
 	if len(evidence) > 0 {
 		slices.SortFunc(evidence, bytes.Compare)
 		sum := sha256.Sum256(bytes.Join(evidence, []byte{0}))
@@ -197,26 +202,25 @@ func decode(manifest string) ([]*unstructured.Unstructured, error) {
 
 // classify returns the object's findings and whether a pod template among
 // them fails the baseline standard.
-func classify(obj *unstructured.Unstructured, namespace string, defined map[string]bool) ([]string, bool, error) {
+func classify(obj *unstructured.Unstructured, namespace string, defined map[string]bool) (other, pod []string, err error) {
 	gvk := obj.GroupVersionKind()
 	gk := gvk.GroupKind()
 	what := obj.GetKind() + " " + obj.GetName()
-	var found []string
 	if ns := obj.GetNamespace(); ns != "" && ns != namespace {
-		found = append(found, fmt.Sprintf("%s: placed in namespace %s, outside the release's %s", what, ns, namespace))
+		other = append(other, fmt.Sprintf("%s: placed in namespace %s, outside the release's %s", what, ns, namespace))
 	}
 	if path, ok := podSpecPaths[gk]; ok {
 		pod, err := podFindings(obj, path)
-		return append(found, prefix(what, pod)...), len(pod) > 0, err
+		return other, prefix(what, pod), err
 	}
 	switch {
 	case unprivilegedKinds[gk]:
-		return found, false, nil
+		return other, nil, nil
 	case gk.Group == rbacv1.GroupName:
 		rbac, err := rbacFindings(obj, namespace, defined)
-		return append(found, prefix(what, rbac)...), false, err
+		return append(other, prefix(what, rbac)...), nil, err
 	}
-	return append(found, fmt.Sprintf("%s: %s is not a kind known to act only inside its namespace", what, gk)), false, nil
+	return append(other, fmt.Sprintf("%s: %s is not a kind known to act only inside its namespace", what, gk)), nil, nil
 }
 
 // podFindings are the baseline Pod Security Standard's objections to the

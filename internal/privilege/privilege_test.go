@@ -338,17 +338,31 @@ func TestFingerprintCoversThePrivilegedObjects(t *testing.T) {
 }
 
 // Only a pod that fails the baseline standard needs its namespace to allow
-// privileged pods; other findings need a confirmation, not that.
-func TestPodsFlag(t *testing.T) {
-	pod, err := Classify(map[string]string{"app/templates/p.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {hostIPC: true, containers: [{name: c}]}\n"}, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd, err := Classify(map[string]string{"app/crds/c.yaml": "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: xs.example.com}\n"}, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !pod.Pods || crd.Pods || len(crd.Findings) == 0 {
-		t.Errorf("pod: %v %q; crd: %v %q", pod.Pods, pod.Findings, crd.Pods, crd.Findings)
+// privileged pods; only a finding that is not about pods needs rights beyond
+// the namespace.
+func TestScopeFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		files          map[string]string
+		pods, beyondNs bool
+	}{
+		{"a pod using hostIPC", map[string]string{"app/templates/p.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {hostIPC: true, containers: [{name: c}]}\n"}, true, false},
+		{"a CRD", map[string]string{"app/crds/c.yaml": "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: xs.example.com}\n"}, false, true},
+		{"a baseline pod placed in another namespace", map[string]string{"app/templates/p.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: kube-system}\nspec: {containers: [{name: c}]}\n"}, false, true},
+		{"a privileged pod and a ClusterRole", map[string]string{
+			"app/templates/p.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {hostPID: true, containers: [{name: c}]}\n",
+			"app/templates/r.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\nrules: [{apiGroups: [''], resources: [secrets], verbs: [list]}]\n",
+		}, true, true},
+		{"a ConfigMap", map[string]string{"app/templates/c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Classify(tc.files, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Pods != tc.pods || r.BeyondNamespace != tc.beyondNs {
+				t.Errorf("Pods %v, BeyondNamespace %v, want %v, %v; findings %q", r.Pods, r.BeyondNamespace, tc.pods, tc.beyondNs, r.Findings)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -25,19 +26,16 @@ import (
 const NamespaceFinalizer = "tenant.cozystack.io/namespace-labels"
 
 // ensureNamespaces applies the namespaces of the releases, labelled as
-// Cozystack labels them; a namespace of a privileged component is allowed
-// privileged pods, the others keep the cluster's pod-security default.
-// Each Package applies as its own field manager, so a label several
-// Packages ask for stays until the last of them stops asking.
+// Cozystack labels them, and sets the Pod Security level each must enforce
+// (see podSecurity). Each Package applies its labels as its own field
+// manager, so a label several Packages ask for stays until the last of them
+// stops asking.
 func (r *Reconciler) ensureNamespaces(ctx context.Context, pkg *cozyv1.Package, desired []*release) error {
-	privileged := map[string]bool{}
 	var names []string
 	for _, rel := range desired {
-		ns := rel.HR.Namespace
-		if _, seen := privileged[ns]; !seen {
-			names = append(names, ns)
+		if !slices.Contains(names, rel.HR.Namespace) {
+			names = append(names, rel.HR.Namespace)
 		}
-		privileged[ns] = privileged[ns] || rel.PrivilegedNamespace()
 	}
 	sort.Strings(names)
 	objs := make([]client.Object, 0, len(names))
@@ -51,9 +49,6 @@ func (r *Reconciler) ensureNamespaces(ctx context.Context, pkg *cozyv1.Package, 
 		}
 		if !strings.HasPrefix(name, "tenant-") {
 			ns.Labels[SystemLabel] = "true"
-		}
-		if privileged[name] {
-			ns.Labels[podSecurityLabel] = "privileged"
 		}
 		objs = append(objs, ns)
 	}
@@ -73,8 +68,77 @@ func (r *Reconciler) ensureNamespaces(ctx context.Context, pkg *cozyv1.Package, 
 	if _, err := r.Apply.As(namespaceManager(pkg.Name)).ApplyObjects(ctx, objs...); err != nil {
 		return outcome.Retry(ReasonInternalError, err)
 	}
+	return r.podSecurity(ctx, names, pkg.Name, desired)
+}
+
+// podSecurity sets the Pod Security level each of namespaces enforces,
+// from every Package's releases there (pkg's own as desired, the others'
+// as their HelmReleases say): privileged while a release needs privileged
+// pods (an addon's, or a confirmed catalog app's), baseline while a catalog
+// app lives there, so that the API server refuses a privileged pod the
+// classifier missed; none of its own otherwise. One field manager decides
+// for all Packages, so they never fight over the label. A namespace the
+// platform's own components share is never lowered to baseline (a catalog
+// app there is a finding of its own), and a stricter level someone else set
+// is kept.
+func (r *Reconciler) podSecurity(ctx context.Context, namespaces []string, pkg string, desired []*release) error {
+	engine := r.Apply.As(podSecurityManager)
+	for _, name := range namespaces {
+		var hrs helmv2.HelmReleaseList
+		if err := r.List(ctx, &hrs, client.InNamespace(name), client.HasLabels{PackageLabel}); err != nil {
+			return outcome.Retry(ReasonInternalError, err)
+		}
+		privileged, catalog := false, false
+		for _, hr := range hrs.Items {
+			if hr.Labels[PackageLabel] == pkg {
+				continue
+			}
+			privileged = privileged || hr.Labels[PrivilegedPodsLabel] == "true"
+			catalog = catalog || hr.Labels[CatalogAppLabel] == "true"
+		}
+		for _, rel := range desired {
+			if rel.HR.Namespace == name {
+				privileged = privileged || rel.HR.Labels[PrivilegedPodsLabel] == "true"
+				catalog = catalog || rel.HR.Labels[CatalogAppLabel] == "true"
+			}
+		}
+		level := podSecurityLevel(privileged, catalog && !r.PlatformNamespaces[name])
+		cur := &corev1.Namespace{}
+		// Uncached: the operator keeps no informer on namespaces.
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, cur); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // applying would create it
+			}
+			return outcome.Retry(ReasonInternalError, err)
+		}
+		if level == "baseline" && cur.Labels[podSecurityLabel] == "restricted" {
+			continue
+		}
+		ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+		if level != "" {
+			ns.Labels[podSecurityLabel] = level
+		}
+		if _, err := engine.ApplyObjects(ctx, ns); err != nil {
+			return outcome.Retry(ReasonInternalError, fmt.Errorf("namespace %s: pod security: %w", name, err))
+		}
+	}
 	return nil
 }
+
+// podSecurityLevel is the level a namespace enforces for what runs there.
+func podSecurityLevel(privilegedPods, catalogApp bool) string {
+	switch {
+	case privilegedPods:
+		return "privileged"
+	case catalogApp:
+		return "baseline"
+	}
+	return ""
+}
+
+// podSecurityManager is the one field manager of the Pod Security label.
+const podSecurityManager = "tenant-operator-pod-security"
 
 const podSecurityLabel = "pod-security.kubernetes.io/enforce"
 
@@ -97,6 +161,7 @@ func (r *Reconciler) releaseNamespaces(ctx context.Context, pkg string, keep map
 		return outcome.Retry(ReasonInternalError, err)
 	}
 	engine := r.Apply.As(namespaceManager(pkg))
+	var released []string
 	for i := range list.Items {
 		ns := &list.Items[i]
 		if keep[ns.Name] || !slices.ContainsFunc(ns.ManagedFields, func(e metav1.ManagedFieldsEntry) bool {
@@ -108,8 +173,10 @@ func (r *Reconciler) releaseNamespaces(ctx context.Context, pkg string, keep map
 		if err := engine.Release(ctx, ns); client.IgnoreNotFound(err) != nil {
 			return outcome.Retry(ReasonInternalError, fmt.Errorf("namespace %s: %w", ns.Name, err))
 		}
+		released = append(released, ns.Name)
 	}
-	return nil
+	// What the others there need, without this Package.
+	return r.podSecurity(ctx, released, pkg, nil)
 }
 
 // applyReleases applies each release's ExternalArtifact, records where its

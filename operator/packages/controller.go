@@ -10,7 +10,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,6 +49,12 @@ type Reconciler struct {
 	// Capabilities reads the cluster's version and served APIs, which the
 	// privilege classification renders against, as helm-controller will.
 	Capabilities func() (*helm.Capabilities, error)
+	// Bundles holds the bundles and their addon catalogues: which Packages
+	// are addons is read from them and the TenantBundle.
+	Bundles fs.FS
+	// PlatformNamespaces are those the platform's own components run in
+	// (bundle.PlatformNamespaces).
+	PlatformNamespaces map[string]bool
 
 	charts   chartCache
 	findings findingsCache
@@ -123,14 +131,21 @@ func (r *Reconciler) reconcile(ctx context.Context, pkg *cozyv1.Package) (health
 	if err != nil {
 		return health{}, err
 	}
-	if err := r.classify(pkg, desired, facts.cluster); err != nil {
+	catalogApp := !facts.isAddon(pkg)
+	if err := r.classify(pkg, desired, facts.cluster, catalogApp); err != nil {
 		return health{}, err
 	}
-	if err := gate(pkg, facts.policy); err != nil {
+	if err := gate(pkg, facts); err != nil {
 		return health{}, err
 	}
+	markReleases(desired, catalogApp)
 	if err := r.ensureNamespaces(ctx, pkg, desired); err != nil {
 		return health{}, err
+	}
+	if catalogApp {
+		if err := r.ensureIdentity(ctx, pkg, desired); err != nil {
+			return health{}, err
+		}
 	}
 	if err := r.ensureValues(ctx, desired, facts.cluster); err != nil {
 		return health{}, err
@@ -141,14 +156,40 @@ func (r *Reconciler) reconcile(ctx context.Context, pkg *cozyv1.Package) (health
 	if err := r.prune(ctx, pkg, desired); err != nil {
 		return health{}, err
 	}
-	return r.observe(ctx, desired), nil
+	h := r.observe(ctx, desired)
+	if catalogApp {
+		if err := r.pruneIdentity(ctx, pkg, desired, h.settled()); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
 }
 
 // finalize takes back the Package's namespace labels, then lets it go; its
-// HelmReleases follow through the garbage collector.
+// HelmReleases follow through the garbage collector, except a catalog
+// app's: helm-controller uninstalls those as the app's identity, so they
+// are deleted first and the identity only once they are gone.
 func (r *Reconciler) finalize(ctx context.Context, pkg *cozyv1.Package) error {
 	if !controllerutil.ContainsFinalizer(pkg, NamespaceFinalizer) {
 		return nil
+	}
+	var hrs helmv2.HelmReleaseList
+	if err := r.List(ctx, &hrs, client.MatchingLabels{PackageLabel: pkg.Name, CatalogAppLabel: "true"}); err != nil {
+		return outcome.Retry(ReasonInternalError, err)
+	}
+	if len(hrs.Items) > 0 {
+		for i := range hrs.Items {
+			if hrs.Items[i].DeletionTimestamp.IsZero() {
+				if err := r.Delete(ctx, &hrs.Items[i]); client.IgnoreNotFound(err) != nil {
+					return outcome.Retry(ReasonInternalError, err)
+				}
+			}
+		}
+		// Their removal (a watched event) reconciles this Package again.
+		return nil
+	}
+	if err := r.pruneIdentity(ctx, pkg, nil, true); err != nil {
+		return err
 	}
 	if err := r.releaseNamespaces(ctx, pkg.Name, nil); err != nil {
 		return err

@@ -3,12 +3,15 @@ package packages
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,7 +48,33 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A new packages artifact rebuilds every chart.
 		Watches(&sourcev1.OCIRepository{}, handler.EnqueueRequestsFromMapFunc(r.all),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The cluster values are part of what was classified: an edit
+		// (or a deletion) is put back (see ValuesSecretSelector).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
 		Complete(r)
+}
+
+// ValuesSecretSelector selects the only Secrets the operator watches, the
+// cozystack-values of each namespace; the manager's cache must be given it.
+func ValuesSecretSelector() fields.Selector {
+	return fields.OneTermEqualSelector("metadata.name", ValuesSecret)
+}
+
+// inNamespace maps an object to the Packages with a HelmRelease in its
+// namespace.
+func (r *Reconciler) inNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list helmv2.HelmReleaseList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.HasLabels{PackageLabel}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, hr := range list.Items {
+		req := reconcile.Request{NamespacedName: client.ObjectKey{Name: hr.Labels[PackageLabel]}}
+		if !slices.Contains(out, req) {
+			out = append(out, req)
+		}
+	}
+	return out
 }
 
 func sameName(_ context.Context, obj client.Object) []reconcile.Request {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -14,6 +15,10 @@ import (
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
+
+// missPodFindings makes the classifier blind to pods; only a test build
+// sets it (blind_classifier.go).
+var missPodFindings = false
 
 // findingsCache keys findings by everything a rendering depends on, so a
 // reconcile that changes nothing renders nothing.
@@ -26,7 +31,7 @@ type findingsCache struct {
 // values, then the cluster layer, then the Package's own) and records what
 // makes it privileged, whatever install.privileged says: the package author
 // is not the one who decides.
-func (r *Reconciler) classify(pkg *cozyv1.Package, desired []*release, cluster map[string]any) error {
+func (r *Reconciler) classify(pkg *cozyv1.Package, desired []*release, cluster map[string]any, catalogApp bool) error {
 	var all, evidence []string
 	// Read once per classification that renders, when it renders: a
 	// Package whose findings are cached costs no discovery.
@@ -69,17 +74,26 @@ func (r *Reconciler) classify(pkg *cozyv1.Package, desired []*release, cluster m
 			}
 			for _, t := range lookups {
 				found.Findings = append(found.Findings, "template "+t+" calls lookup: what it renders depends on the cluster when Flux renders it")
+				found.BeyondNamespace = true
 			}
 			r.findings.put(key, found)
 		}
-		rel.Findings, rel.PrivilegedPods = found.Findings, found.Pods
+		if missPodFindings && !found.BeyondNamespace {
+			found = privilege.Result{}
+		}
+		rel.Findings, rel.PrivilegedPods, rel.BeyondNamespace = found.Findings, found.Pods, found.BeyondNamespace
+		if catalogApp && r.PlatformNamespaces[rel.HR.Namespace] {
+			// Its rights in the namespace reach the platform's components.
+			rel.Findings = append(slices.Clone(rel.Findings), "installs into namespace "+rel.HR.Namespace+", which the platform's own components run in")
+			rel.BeyondNamespace = true
+		}
 		if found.Evidence != "" {
 			evidence = append(evidence, rel.Component.Name+":"+found.Evidence)
 		}
 		if rel.Component.Install.Privileged {
 			all = append(all, "component "+rel.Component.Name+": install.privileged is set")
 		}
-		for _, f := range found.Findings {
+		for _, f := range rel.Findings {
 			all = append(all, "component "+rel.Component.Name+": "+f)
 		}
 		if rel.Privileged() {
@@ -100,13 +114,13 @@ func (r *Reconciler) classify(pkg *cozyv1.Package, desired []*release, cluster m
 // different app or values, the policy) moves it. Nothing already installed
 // is touched, so a confirmed release keeps running while an upgrade that
 // adds privileges waits. Addons are vouched for by the bundle.
-func gate(pkg *cozyv1.Package, policy tenantv1.PrivilegedAppsPolicy) error {
+func gate(pkg *cozyv1.Package, facts tenantFacts) error {
 	p := pkg.Status.Privileged
-	if p == nil || pkg.Labels[tenantv1.AddonLabel] != "" {
+	if p == nil || facts.isAddon(pkg) {
 		return nil
 	}
 	what := strings.Join(p.Findings, "; ")
-	if policy == tenantv1.PrivilegedAppsForbidden {
+	if facts.policy == tenantv1.PrivilegedAppsForbidden {
 		return outcome.Terminal(ReasonPrivilegedForbidden,
 			"privileged catalog apps are forbidden in this tenant by the management side (TenantBundle spec.catalog.privilegedApps: Forbidden); it renders: %s", what)
 	}
@@ -133,4 +147,17 @@ func (c *findingsCache) put(key string, f privilege.Result) {
 		c.items = map[string]privilege.Result{}
 	}
 	c.items[key] = f
+}
+
+// markReleases labels each HelmRelease with what the namespace it runs in
+// must allow (see podSecurity), and a catalog app's as such.
+func markReleases(desired []*release, catalogApp bool) {
+	for _, rel := range desired {
+		if rel.PrivilegedNamespace() {
+			rel.HR.Labels[PrivilegedPodsLabel] = "true"
+		}
+		if catalogApp {
+			rel.HR.Labels[CatalogAppLabel] = "true"
+		}
+	}
 }

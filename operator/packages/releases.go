@@ -47,6 +47,9 @@ type release struct {
 	// PrivilegedPods says a pod of its rendering fails the baseline Pod
 	// Security Standard.
 	PrivilegedPods bool
+	// BeyondNamespace says its rendering needs rights beyond its
+	// namespace (see privilege.Result).
+	BeyondNamespace bool
 }
 
 // Privileged says whether the component needs a confirmation: it declares

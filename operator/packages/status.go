@@ -53,6 +53,11 @@ type health struct {
 	stalled       bool
 }
 
+// settled says every release is Ready for what this reconcile applied.
+func (h health) settled() bool {
+	return h.waiting == "" && len(h.pending) == 0 && h.failed == nil
+}
+
 // observe reads the releases' conditions from the API server: this
 // reconcile may just have changed their specs, and the cache may still hold
 // the previous generation, observed and Ready.

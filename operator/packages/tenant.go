@@ -10,7 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cozystack/tenant-operator/internal/bundle"
 	"github.com/cozystack/tenant-operator/internal/outcome"
+	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
 )
 
@@ -20,7 +22,14 @@ import (
 type tenantFacts struct {
 	policy  tenantv1.PrivilegedAppsPolicy
 	cluster map[string]any // {"_cluster": {...}}
+	// addons names the Packages of the addons the TenantBundle enables.
+	addons map[string]bool
 }
+
+// isAddon says whether pkg is one of the TenantBundle's addons, which the
+// bundle vouches for: decided from the TenantBundle and the bundle's own
+// catalogue, never from anything written on the Package.
+func (f tenantFacts) isAddon(pkg *cozyv1.Package) bool { return f.addons[pkg.Name] }
 
 // tenant reads the facts from the TenantBundles (one per cluster; with
 // several, the strictest policy wins and the first by name gives the
@@ -40,8 +49,39 @@ func (r *Reconciler) tenant(ctx context.Context) (tenantFacts, error) {
 			continue
 		}
 		f.cluster["_cluster"] = ClusterValues(&tb)
+		f.addons = r.addonPackages(&tb)
 	}
 	return f, nil
+}
+
+// addonPackages names the Packages the addon tier writes for tb: those of
+// the addons its choices enable. Choices the addon tier refuses change
+// nothing in the cluster, so the addon Packages already there stay addons:
+// then every addon of the bundle's catalogue counts.
+func (r *Reconciler) addonPackages(tb *tenantv1.TenantBundle) map[string]bool {
+	out := map[string]bool{}
+	if r.Bundles == nil {
+		return out
+	}
+	catalogue, err := bundle.LoadAddons(r.Bundles, tb.Spec.Bundle)
+	if err != nil {
+		return out
+	}
+	choices := map[string]bundle.Choice{}
+	for name, a := range tb.Spec.Addons {
+		choices[name] = bundle.Choice{Enabled: a.Enabled, Values: a.Values}
+	}
+	sel, err := catalogue.Select(choices)
+	if err != nil {
+		for i := range catalogue.Addons {
+			out[catalogue.Addons[i].PackageName()] = true
+		}
+		return out
+	}
+	for _, a := range sel.Enabled {
+		out[a.PackageName()] = true
+	}
+	return out
 }
 
 // ClusterValues are the cluster values (`_cluster`) of a tenant, under the
