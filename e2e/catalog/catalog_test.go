@@ -231,7 +231,10 @@ var _ = Describe("The cozy-in-cozy catalog", Ordered, func() {
 })
 
 var _ = Describe("The platform's enforcement of the catalog gate", Ordered, func() {
-	var t *framework.Tenant
+	var (
+		t      *framework.Tenant
+		seeded *tenantv1.TenantBundle
+	)
 
 	BeforeAll(func(ctx SpecContext) {
 		w, err := world.Start(ctx, world.Options{Name: "catalog-gate",
@@ -243,7 +246,8 @@ var _ = Describe("The platform's enforcement of the catalog gate", Ordered, func
 		Expect(err).NotTo(HaveOccurred())
 		t, err = framework.StartTenant(ctx, w, operatorBin, framework.SeedConfig(w))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(t.SeedBundle(ctx, framework.Bundle(w, url))).To(Succeed())
+		seeded = framework.Bundle(w, url)
+		Expect(t.SeedBundle(ctx, seeded)).To(Succeed())
 		_, err = t.RunFlux(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		framework.ExpectReady(ctx, t)
@@ -262,6 +266,20 @@ var _ = Describe("The platform's enforcement of the catalog gate", Ordered, func
 			Expect(out).To(ContainSubstring(e2epackages.HostileCharts[name]))
 			Expect(helmReleases(ctx, t, name)).To(BeEmpty())
 		}
+
+		By("the management side forbids privileged catalog apps: every one of them is refused")
+		forbidden := seeded.DeepCopy()
+		forbidden.Spec.Catalog.PrivilegedApps = tenantv1.PrivilegedAppsForbidden
+		Expect(seed.ApplyBundle(ctx, t.Client, forbidden)).To(Succeed())
+		for _, name := range slices.Sorted(maps.Keys(e2epackages.HostileCharts)) {
+			Eventually(func(g Gomega) {
+				stalled := conditions.Get(currentPackage(ctx, g, t, name), meta.StalledCondition)
+				g.Expect(stalled).NotTo(BeNil())
+				g.Expect(stalled.Reason).To(Equal(packages.ReasonPrivilegedForbidden), name)
+			}).WithContext(ctx).Should(Succeed())
+			Expect(helmReleases(ctx, t, name)).To(BeEmpty())
+		}
+		Expect(seed.ApplyBundle(ctx, t.Client, seeded)).To(Succeed())
 
 		By("a confirmed CRD installs, with the cluster rights the confirmation granted")
 		out, err := t.CLI(ctx, cliBin, "--wait", "2m", "catalog", "confirm", "hostile-crds")
@@ -287,6 +305,27 @@ var _ = Describe("The platform's enforcement of the catalog gate", Ordered, func
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "tenant-spawner"}}}
 		Expect(apierrors.IsForbidden(as.Create(ctx, grant))).To(BeTrue(), "nor is the cluster")
+	})
+
+	It("puts back the cluster values Flux layers into a release when a namespace editor changes them", func(ctx SpecContext) {
+		key := client.ObjectKey{Namespace: "tenant-spawner", Name: packages.ValuesSecret}
+		classified := &corev1.Secret{}
+		Expect(t.Client.Get(ctx, key, classified)).To(Succeed())
+		edited := classified.DeepCopy()
+		edited.Data["values.yaml"] = []byte("_cluster: {hostile: true}\n")
+		Expect(t.Client.Update(ctx, edited)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cur := &corev1.Secret{}
+			g.Expect(t.Client.Get(ctx, key, cur)).To(Succeed())
+			g.Expect(cur.Data).To(Equal(classified.Data))
+		}).WithContext(ctx).Should(Succeed())
+
+		Expect(t.Client.Delete(ctx, classified)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cur := &corev1.Secret{}
+			g.Expect(t.Client.Get(ctx, key, cur)).To(Succeed())
+			g.Expect(cur.Data).To(Equal(classified.Data))
+		}).WithContext(ctx).Should(Succeed())
 	})
 
 	It("refuses at the API server a privileged pod the app starts at run time, which no rendering shows", func(ctx SpecContext) {

@@ -79,3 +79,23 @@ func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 func Backoff(first, limit time.Duration) wait.DelayFunc {
 	return wait.Backoff{Duration: first, Factor: 2, Cap: limit, Steps: math.MaxInt32}.DelayFunc()
 }
+
+// AfterStatusWrite is what a reconcile returns once it has tried to write
+// the status of its outcome: the outcome itself when the write succeeded;
+// otherwise a retrying error, even for a terminal outcome. A terminal
+// error is not requeued, so a Stalled verdict whose write failed would
+// never reach the status at all.
+func AfterStatusWrite(reconcileErr, writeErr error) error {
+	if writeErr == nil {
+		return reconcileErr
+	}
+	reason, _ := Classify(reconcileErr)
+	if reconcileErr == nil {
+		reason = "StatusWriteFailed"
+	}
+	err := fmt.Errorf("writing status: %w", writeErr)
+	if reconcileErr != nil {
+		err = fmt.Errorf("writing status: %w (reconciling: %s)", writeErr, reconcileErr.Error())
+	}
+	return Retry(reason, err)
+}

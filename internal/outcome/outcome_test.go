@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -71,6 +73,46 @@ func TestBackoffNeverEnds(t *testing.T) {
 				if got := next(); got != want {
 					t.Fatalf("delay %d = %v, want %v", i, got, want)
 				}
+			}
+		})
+	}
+}
+
+func TestAfterStatusWrite(t *testing.T) {
+	terminal := Terminal("InvalidSpec", "spec.x: bad")
+	retry := Retry("RegistryDown", errors.New("connection refused"))
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "tenantbundles"}, "t", errors.New("changed"))
+	for _, tc := range []struct {
+		name             string
+		reconcile, write error
+		wantNil          bool
+		wantReason       string
+		wantTerminal     bool
+		wantConflict     bool
+	}{
+		{name: "nothing failed", wantNil: true},
+		{name: "terminal, written", reconcile: terminal, wantReason: "InvalidSpec", wantTerminal: true},
+		{name: "terminal, write failed: retried so the verdict reaches the status", reconcile: terminal, write: conflict, wantReason: "InvalidSpec", wantConflict: true},
+		{name: "retrying, write failed", reconcile: retry, write: conflict, wantReason: "RegistryDown", wantConflict: true},
+		{name: "succeeded, write failed", write: conflict, wantReason: "StatusWriteFailed", wantConflict: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := AfterStatusWrite(tc.reconcile, tc.write)
+			if tc.wantNil {
+				if err != nil {
+					t.Fatalf("got %v", err)
+				}
+				return
+			}
+			reason, terminal := Classify(err)
+			if reason != tc.wantReason || terminal != tc.wantTerminal {
+				t.Errorf("Classify = %q, %v; want %q, %v", reason, terminal, tc.wantReason, tc.wantTerminal)
+			}
+			if got := errors.Is(err, reconcile.TerminalError(nil)); got != tc.wantTerminal {
+				t.Errorf("controller-runtime sees terminal = %v, want %v", got, tc.wantTerminal)
+			}
+			if apierrors.IsConflict(err) != tc.wantConflict {
+				t.Errorf("IsConflict = %v, want %v", !tc.wantConflict, tc.wantConflict)
 			}
 		})
 	}

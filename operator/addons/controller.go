@@ -7,7 +7,6 @@ package addons
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -75,7 +74,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if perr == nil {
 			r.written.Wrote(req.NamespacedName, obj.UID, stored)
 		}
-		err = errors.Join(err, perr)
+		err = outcome.AfterStatusWrite(err, perr)
 	}
 	if _, isTerminal := outcome.Classify(err); isTerminal {
 		return ctrl.Result{}, nil // reported; a spec change brings the next attempt

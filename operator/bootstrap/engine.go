@@ -18,6 +18,7 @@ type deps struct {
 	helm   *helm.Client
 	apply  *apply.Engine
 	health *readiness.Checker
+	drift  *DriftTracker
 }
 
 // Engine reconciles a planned set of components.
@@ -28,7 +29,7 @@ type Engine struct {
 
 // NewEngine wires an engine.
 func NewEngine(h *helm.Client, a *apply.Engine, health *readiness.Checker, drift *DriftTracker) *Engine {
-	return &Engine{deps: deps{helm: h, apply: a, health: health}, Drift: drift}
+	return &Engine{deps: deps{helm: h, apply: a, health: health, drift: drift}, Drift: drift}
 }
 
 // Result is the outcome for one component.
@@ -129,7 +130,7 @@ func (e *Engine) observe(ctx context.Context, c *Component, live bool) error {
 	if c.Health, err = check(ctx, c.Objects); err != nil {
 		return err
 	}
-	c.DriftSuspected = e.Drift.Take(rel.Namespace, rel.Name)
+	c.DriftSuspected, c.driftMark = e.Drift.Suspected(rel.Namespace, rel.Name)
 	return nil
 }
 
@@ -178,16 +179,21 @@ func waves(comps []*Component) [][]*Component {
 
 // DriftTracker remembers which releases a watch saw changed. A release never
 // checked since the process started counts as suspected, so a restart
-// re-verifies everything once.
+// re-verifies everything once. A suspicion stays until a correction has
+// succeeded: a correction that fails (an API blip, a webhook timeout) is
+// tried again on the next pass, not forgotten.
 type DriftTracker struct {
 	mu      sync.Mutex
 	checked map[string]bool
-	marked  map[string]bool
+	// marks counts the marks of each release; a correction clears only
+	// the marks it saw, not one that arrived while it ran.
+	marks   map[string]uint64
+	cleared map[string]uint64
 }
 
 // NewDriftTracker returns an empty tracker.
 func NewDriftTracker() *DriftTracker {
-	return &DriftTracker{checked: map[string]bool{}, marked: map[string]bool{}}
+	return &DriftTracker{checked: map[string]bool{}, marks: map[string]uint64{}, cleared: map[string]uint64{}}
 }
 
 func key(ns, name string) string { return ns + "/" + name }
@@ -196,26 +202,35 @@ func key(ns, name string) string { return ns + "/" + name }
 func (d *DriftTracker) Mark(ns, name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.marked[key(ns, name)] = true
+	d.marks[key(ns, name)]++
 }
 
-// Checked records that the release's objects are known to be as rendered.
+// Checked records that the release's objects are known to be as rendered:
+// Helm just wrote every one of them.
 func (d *DriftTracker) Checked(ns, name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.checked[key(ns, name)] = true
-	delete(d.marked, key(ns, name))
+	k := key(ns, name)
+	d.checked[k] = true
+	d.cleared[k] = d.marks[k]
 }
 
-// Take reports whether the release needs a drift check and clears the mark.
-func (d *DriftTracker) Take(ns, name string) bool {
+// Suspected reports whether the release needs a drift check, and the mark
+// its check will answer (see Corrected). It clears nothing.
+func (d *DriftTracker) Suspected(ns, name string) (bool, uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	k := key(ns, name)
-	suspected := !d.checked[k] || d.marked[k]
+	return !d.checked[k] || d.marks[k] != d.cleared[k], d.marks[k]
+}
+
+// Corrected records that a correction answering mark succeeded.
+func (d *DriftTracker) Corrected(ns, name string, mark uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := key(ns, name)
 	d.checked[k] = true
-	delete(d.marked, k)
-	return suspected
+	d.cleared[k] = max(d.cleared[k], mark)
 }
 
 // Summary joins messages of components that are not Ready.

@@ -57,6 +57,8 @@ type Component struct {
 	// DriftSuspected is set when a watch saw one of its workloads deleted or
 	// its spec changed since the last check.
 	DriftSuspected bool
+	// driftMark is the mark a correction of this pass answers.
+	driftMark uint64
 }
 
 // Observe maps the observation to a State.
@@ -104,7 +106,7 @@ func actionForState(s State, c *Component, d *deps) Step {
 		}
 		return &Install{helm: d.helm}
 	case StateDrifted:
-		return &CorrectDrift{apply: d.apply}
+		return &CorrectDrift{apply: d.apply, drift: d.drift}
 	case StateBlocked, StateProgressing, StateReady:
 		return nil
 	default:

@@ -74,19 +74,42 @@ func TestWaves(t *testing.T) {
 }
 
 func TestDriftTracker(t *testing.T) {
-	d := NewDriftTracker()
-	if !d.Take("ns", "a") {
-		t.Fatal("a release never checked since start must be suspected")
+	suspected := func(d *DriftTracker, name string) bool {
+		s, _ := d.Suspected("ns", name)
+		return s
 	}
-	if d.Take("ns", "a") {
-		t.Fatal("a checked release must not be suspected again")
-	}
-	d.Mark("ns", "a")
-	if !d.Take("ns", "a") {
-		t.Fatal("a marked release must be suspected")
-	}
-	d.Checked("ns", "b")
-	if d.Take("ns", "b") {
-		t.Fatal("a release Helm just wrote needs no check")
+	for _, tc := range []struct {
+		name string
+		run  func(d *DriftTracker)
+		want bool
+	}{
+		{"never checked since start", func(d *DriftTracker) {}, true},
+		{"Helm just wrote it", func(d *DriftTracker) { d.Checked("ns", "a") }, false},
+		{"a workload deleted after the write", func(d *DriftTracker) { d.Checked("ns", "a"); d.Mark("ns", "a") }, true},
+		{"looked at, but the correction failed", func(d *DriftTracker) {
+			d.Checked("ns", "a")
+			d.Mark("ns", "a")
+			suspected(d, "a") // the pass that tried
+		}, true},
+		{"corrected", func(d *DriftTracker) {
+			d.Mark("ns", "a")
+			_, mark := d.Suspected("ns", "a")
+			d.Corrected("ns", "a", mark)
+		}, false},
+		{"marked again while the correction ran", func(d *DriftTracker) {
+			d.Mark("ns", "a")
+			_, mark := d.Suspected("ns", "a")
+			d.Mark("ns", "a")
+			d.Corrected("ns", "a", mark)
+		}, true},
+		{"another release's mark", func(d *DriftTracker) { d.Checked("ns", "a"); d.Mark("ns", "b") }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := NewDriftTracker()
+			tc.run(d)
+			if got := suspected(d, "a"); got != tc.want {
+				t.Errorf("suspected = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -70,7 +70,10 @@ func (s *Unlock) Reconcile(_ stepContext, c *Component) error {
 // CorrectDrift re-applies the rendered objects of the deployed revision with
 // server-side apply. No Helm revision is written: the release did not
 // change, the cluster did.
-type CorrectDrift struct{ apply *apply.Engine }
+type CorrectDrift struct {
+	apply *apply.Engine
+	drift *DriftTracker
+}
 
 func (s *CorrectDrift) Name() string { return "correct-drift" }
 
@@ -84,6 +87,7 @@ func (s *CorrectDrift) Reconcile(ctx stepContext, c *Component) error {
 	if _, err := s.apply.Correct(ctx, objs); err != nil {
 		return fmt.Errorf("restoring %s: %w", c.Def.Name, err)
 	}
+	s.drift.Corrected(c.Def.Release.Namespace, c.Def.Release.Name, c.driftMark)
 	c.DriftSuspected = false
 	return nil
 }

@@ -9,7 +9,6 @@ package catalog
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -86,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if perr == nil {
 			r.written.Wrote(req.NamespacedName, tb.UID, stored)
 		}
-		err = errors.Join(err, perr)
+		err = outcome.AfterStatusWrite(err, perr)
 	}
 	if _, terminal := outcome.Classify(err); terminal {
 		return ctrl.Result{}, nil // reported; a spec change brings the next attempt

@@ -93,7 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			pkg.Status.ObservedGeneration = pkg.Generation
 		}
 		if err := r.writeStatus(ctx, before, pkg); err != nil {
-			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
+			retErr = outcome.AfterStatusWrite(retErr, client.IgnoreNotFound(err))
 		}
 	}()
 	health, retErr = r.reconcile(ctx, pkg)

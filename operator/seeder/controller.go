@@ -78,7 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			ts.Status.ObservedGeneration = ts.Generation
 		}
 		if err := r.writeStatus(ctx, before, ts); err != nil {
-			retErr = errors.Join(retErr, client.IgnoreNotFound(err))
+			retErr = outcome.AfterStatusWrite(retErr, client.IgnoreNotFound(err))
 		}
 	}()
 	tenant, err := r.tenant(ctx, ts)

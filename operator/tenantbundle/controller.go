@@ -198,7 +198,7 @@ func (r *Reconciler) report(ctx context.Context, before, obj *tenantv1.TenantBun
 	}
 	stored, err := r.writeStatus(ctx, obj.Name, ownStatus(obj.Status))
 	if err != nil {
-		return ctrl.Result{}, errors.Join(retErr, client.IgnoreNotFound(err))
+		return ctrl.Result{}, outcome.AfterStatusWrite(retErr, client.IgnoreNotFound(err))
 	}
 	r.written.Wrote(key, obj.UID, ownStatus(stored))
 	r.pace.wrote(key)
