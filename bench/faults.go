@@ -81,7 +81,7 @@ type faultTrial struct {
 	converged   bool
 	toConverge  time.Duration // from the end of the fault to Ready
 	exits       int           // operator exits (an injected kill included), each followed by a restart
-	badReleases int           // revisions left pending-* or failed at the end
+	badReleases int           // revisions left pending, or a release whose latest revision is not deployed, at the end
 	recreated   int           // bootstrap workloads whose UID changed: uninstalled and installed again
 }
 
@@ -226,18 +226,15 @@ func waitConverged(ctx context.Context, t *framework.Tenant) error {
 	})
 }
 
-// damage counts Helm revisions not deployed/superseded and workloads whose
-// UID changed since before.
+// damage counts the revisions that leave a release in a bad state
+// (framework.Unsettled: pending, or a latest revision not deployed) and
+// workloads whose UID changed since before.
 func damage(ctx context.Context, t *framework.Tenant, before map[string]string) (bad, recreated int, err error) {
 	hist, err := framework.ReleaseHistory(ctx, t.Client)
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, r := range hist {
-		if r.Status != "deployed" && r.Status != "superseded" {
-			bad++
-		}
-	}
+	bad = len(framework.Unsettled(hist))
 	after, err := framework.WorkloadUIDs(ctx, t.Client)
 	if err != nil {
 		return 0, 0, err

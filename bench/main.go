@@ -45,7 +45,7 @@ func main() {
 	flag.IntVar(&o.toggles, "toggles", 20, "addon enable/disable rounds for the toggle latency")
 	flag.IntVar(&o.dependencies, "dependency-rounds", 5, "rounds of enabling an addon with its dependency for the dependency latency")
 	flag.StringVar(&o.sizes, "sizes", "1,10,50", "comma-separated node counts at which bootstrap, limit and Flux chain are measured once more (empty: none)")
-	flag.BoolVar(&o.strict, "strict", false, "exit non-zero when a fault trial does not converge or leaves a pending/failed revision or a recreated workload (timings are never judged)")
+	flag.BoolVar(&o.strict, "strict", false, "exit non-zero when a fault trial does not converge or leaves a pending revision, a release whose latest revision is not deployed, or a recreated workload (timings are never judged)")
 	flag.StringVar(&o.heapProfile, "heap-profile", "", "write the operator's heap profile at the end of the idle window to this file (go tool pprof)")
 	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "profile the operator during one extra, untimed bootstrap and write the CPU profile to this file (go tool pprof)")
 	flag.BoolVar(&o.breakdown, "breakdown", true, "two extra bootstraps (the TenantBundle seeded, and created for a running operator) with the API server's audit log on, to split the operator's latency from the cluster's")

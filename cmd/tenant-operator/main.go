@@ -156,6 +156,10 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
+	bootstrapReleases, err := bundle.BootstrapReleases(bundles.FS, loaded)
+	if err != nil {
+		return err
+	}
 	puller := &source.Puller{CacheDir: opts.cacheDir, Hot: bundle.Under(hot), Log: ctrl.Log.WithName("source")}
 	go tenantbundle.Prefetch(ctx, direct, puller)
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -224,6 +228,7 @@ func run(ctx context.Context, opts options) error {
 		Variants:         loaded,
 		KubeMinor:        helmClient.ServerMinor,
 		ProgressInterval: opts.progressInterval,
+		Events:           mgr.GetEventRecorder("tenant-operator"),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -257,6 +262,8 @@ func run(ctx context.Context, opts options) error {
 			Store:              store,
 			Bundles:            bundles.FS,
 			PlatformNamespaces: platform,
+			BootstrapReleases:  setOf(bootstrapReleases),
+			Events:             mgr.GetEventRecorder("tenant-operator"),
 		}).SetupWithManager(mgr)
 	}
 	if err := mgr.Add(&addons.Starter{Manager: mgr, Apply: applier, Probe: probe, CRDs: flux.CRDs, Watched: packageCRDs,
@@ -311,12 +318,17 @@ func platformNamespaces(variants map[string]*bundle.Variant, own string) (map[st
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]bool{flux.Namespace: true}
+	out := setOf(append(names, flux.Namespace))
 	if own != "" {
 		out[own] = true
 	}
+	return out, nil
+}
+
+func setOf(names []string) map[string]bool {
+	out := make(map[string]bool, len(names))
 	for _, n := range names {
 		out[n] = true
 	}
-	return out, nil
+	return out
 }

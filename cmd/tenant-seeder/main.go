@@ -74,6 +74,7 @@ func run(ctx context.Context, metricsAddr, leaderNS string, leaderElect bool, st
 		APIReader:      mgr.GetAPIReader(),
 		Tenants:        &seeder.TenantClients{Scheme: s},
 		StatusInterval: statusInterval,
+		Events:         mgr.GetEventRecorder("tenant-seeder"),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

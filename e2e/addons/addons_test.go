@@ -7,6 +7,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -103,6 +104,35 @@ var _ = Describe("Addons reconciled by the tenant's own Flux", Ordered, func() {
 		Expect(flux.RV).To(BeNumerically(">", coredns.RV), timeline.String())
 		By("the management side's choice is off, so cert-manager-crds is not installed")
 		Expect(apierrors.IsNotFound(t.Client.Get(ctx, client.ObjectKey{Name: "addon.cert-manager-crds"}, &cozyv1.Package{}))).To(BeTrue())
+	})
+
+	It("puts back what the addon tier applied when it is edited or deleted behind its back", func(ctx SpecContext) {
+		By("an addon's PackageSource deleted")
+		ps := &cozyv1.PackageSource{}
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "addon.metrics-server"}, ps)).To(Succeed())
+		uid := ps.UID
+		Expect(t.Client.Delete(ctx, ps)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cur := &cozyv1.PackageSource{}
+			g.Expect(t.Client.Get(ctx, client.ObjectKey{Name: "addon.metrics-server"}, cur)).To(Succeed())
+			g.Expect(cur.UID).NotTo(Equal(uid))
+		}).WithContext(ctx).Should(Succeed())
+
+		By("the packages OCIRepository re-pointed at another artifact")
+		repo := &sourcev1.OCIRepository{}
+		key := client.ObjectKey{Namespace: "cozy-fluxcd", Name: "cozystack-packages"}
+		Expect(t.Client.Get(ctx, key, repo)).To(Succeed())
+		want := repo.Spec.DeepCopy()
+		repo.Spec.URL = "oci://127.0.0.1:1/elsewhere"
+		repo.Spec.Reference = &sourcev1.OCIRepositoryRef{Tag: "latest"}
+		Expect(t.Client.Update(ctx, repo)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cur := &sourcev1.OCIRepository{}
+			g.Expect(t.Client.Get(ctx, key, cur)).To(Succeed())
+			g.Expect(cur.Spec.URL).To(Equal(want.URL))
+			g.Expect(cur.Spec.Reference).To(Equal(want.Reference))
+		}).WithContext(ctx).Should(Succeed())
+		Eventually(addonsReady(ctx, t)).WithContext(ctx).Should(Succeed())
 	})
 
 	It("enables cert-manager from the CLI: its CRDs first, both Ready", func(ctx SpecContext) {

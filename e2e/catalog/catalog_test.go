@@ -139,12 +139,21 @@ var _ = Describe("The cozy-in-cozy catalog", Ordered, func() {
 		Expect(hrs).To(HaveLen(1))
 		Expect(hrs[0].Labels).To(HaveKeyWithValue(packages.PrivilegedLabel, "true"))
 
-		By("the confirmation of a cluster-wide finding is what grants its identity rights beyond the namespace")
+		By("the confirmation of a cluster-wide finding is what grants its identity rights beyond the namespace, those it needs")
 		Expect(hrs[0].Spec.ServiceAccountName).To(Equal(packages.AppServiceAccount("ingress")))
 		crb := &rbacv1.ClusterRoleBinding{}
 		Expect(t.Client.Get(ctx, client.ObjectKey{Name: packages.AppClusterBinding("ingress")}, crb)).To(Succeed())
-		Expect(crb.RoleRef.Name).To(Equal("cluster-admin"))
+		Expect(crb.RoleRef.Name).To(Equal(packages.AppClusterBinding("ingress")))
 		Expect(crb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: packages.AppServiceAccount("ingress"), Namespace: "cozy-ingress"}))
+		role := &rbacv1.ClusterRole{}
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: packages.AppClusterBinding("ingress")}, role)).To(Succeed())
+		Expect(role.Rules).To(ContainElements(
+			rbacv1.PolicyRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"},
+				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			rbacv1.PolicyRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings"},
+				ResourceNames: []string{"ingress"}, Verbs: []string{"update", "patch", "delete"}}),
+			"the kind of its confirmed finding; the binding it was judged to make, by name")
+		Expect(role.Rules).NotTo(ContainElement(HaveField("Resources", ContainElement("*"))), "the kinds it renders, not everything")
 	})
 
 	It("holds an app that claims privileged: false but renders a privileged pod, and the management side can forbid it", func(ctx SpecContext) {
@@ -265,6 +274,11 @@ var _ = Describe("The platform's enforcement of the catalog gate", Ordered, func
 			Expect(out).To(ContainSubstring(packages.ReasonPrivilegedNotConfirmed))
 			Expect(out).To(ContainSubstring(e2epackages.HostileCharts[name]))
 			Expect(helmReleases(ctx, t, name)).To(BeEmpty())
+			Eventually(func(g Gomega) []string {
+				reasons, err := framework.EventReasons(ctx, t.Client, "Package", name)
+				g.Expect(err).NotTo(HaveOccurred())
+				return reasons
+			}).WithContext(ctx).Should(ContainElement(HavePrefix(packages.ReasonPrivilegedNotConfirmed+": ")), "kubectl describe says why it waits")
 		}
 
 		By("the management side forbids privileged catalog apps: every one of them is refused")
@@ -286,6 +300,9 @@ var _ = Describe("The platform's enforcement of the catalog gate", Ordered, func
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(ContainSubstring("hostile-crds is Ready"))
 		Expect(t.Client.Get(ctx, client.ObjectKey{Name: "widgets.hostile.example"}, &apiextensionsv1.CustomResourceDefinition{})).To(Succeed())
+		role := &rbacv1.ClusterRole{}
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: packages.AppClusterBinding("hostile-crds")}, role)).To(Succeed())
+		Expect(role.Rules).To(ConsistOf(HaveField("Resources", ConsistOf("customresourcedefinitions"))))
 	})
 
 	It("installs a catalog app as an identity of its own that cannot act beyond its namespace", func(ctx SpecContext) {
@@ -305,6 +322,20 @@ var _ = Describe("The platform's enforcement of the catalog gate", Ordered, func
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "tenant-spawner"}}}
 		Expect(apierrors.IsForbidden(as.Create(ctx, grant))).To(BeTrue(), "nor is the cluster")
+	})
+
+	It("installs an unprivileged app with cluster-scoped objects without a confirmation, with rights on those objects by name", func(ctx SpecContext) {
+		Expect(framework.Apply(ctx, t.Client, tenantSource("reader", "apps/reader", "tenant-reader"))).To(Succeed())
+		out, err := t.CLI(ctx, cliBin, "--wait", "2m", "catalog", "install", "reader")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("reader is Ready"))
+		role := &rbacv1.ClusterRole{}
+		Expect(t.Client.Get(ctx, client.ObjectKey{Name: packages.AppClusterBinding("reader")}, role)).To(Succeed())
+		for _, rule := range role.Rules {
+			if slices.ContainsFunc(rule.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" && v != "create" }) {
+				Expect(rule.ResourceNames).To(ConsistOf("reader"), "%+v", rule)
+			}
+		}
 	})
 
 	It("puts back the cluster values Flux layers into a release when a namespace editor changes them", func(ctx SpecContext) {

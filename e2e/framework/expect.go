@@ -6,6 +6,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,4 +54,21 @@ func Condition(ctx context.Context, t *Tenant, typ string) func(Gomega) *metav1.
 		g.Expect(c.ObservedGeneration).To(Equal(b.Generation), "condition %s is of an older generation", typ)
 		return c
 	}
+}
+
+// EventReasons lists "reason: note" of the Events recorded about the
+// object of kind and name, in every namespace (those of cluster-scoped
+// objects go to default).
+func EventReasons(ctx context.Context, c client.Client, kind, name string) ([]string, error) {
+	var list corev1.EventList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
+			out = append(out, e.Reason+": "+e.Message)
+		}
+	}
+	return out, nil
 }

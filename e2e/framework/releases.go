@@ -2,8 +2,10 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -74,4 +76,31 @@ func WorkloadUIDs(ctx context.Context, c client.Client) (map[string]string, erro
 		out["DaemonSet/"+d.Namespace+"/"+d.Name] = string(d.UID)
 	}
 	return out, nil
+}
+
+// Unsettled lists the revisions that leave a release in a bad state: any
+// revision still pending (a lock), and the latest revision of a release
+// when it is not deployed. A failed revision followed by a deployed one is
+// history, as Helm and helm-controller keep it (an interrupted operation
+// marked failed, then done again).
+func Unsettled(hist []Revision) []Revision {
+	latest := map[string]Revision{}
+	var out []Revision
+	for _, r := range hist {
+		if strings.HasPrefix(r.Status, "pending-") {
+			out = append(out, r)
+		}
+		if cur, ok := latest[r.Release]; !ok || r.Version > cur.Version {
+			latest[r.Release] = r
+		}
+	}
+	for _, r := range latest {
+		if r.Status != "deployed" && !strings.HasPrefix(r.Status, "pending-") {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Release+fmt.Sprint(out[i].Version) < out[j].Release+fmt.Sprint(out[j].Version)
+	})
+	return out
 }

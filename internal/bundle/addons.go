@@ -431,3 +431,31 @@ func PlatformNamespaces(fsys fs.FS, variants map[string]*Variant) ([]string, err
 	slices.Sort(out)
 	return slices.Compact(out), nil
 }
+
+// BootstrapReleases lists the releases ("namespace/name") of every bundle's
+// and variant's components: the operator installs them itself, so no
+// Package may name one.
+func BootstrapReleases(fsys fs.FS, variants map[string]*Variant) ([]string, error) {
+	files, err := fs.Glob(fsys, "*/bundle.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	add := func(cs []Component) {
+		for _, c := range cs {
+			out = append(out, c.Release.Namespace+"/"+c.Release.Name)
+		}
+	}
+	for _, f := range files {
+		def, err := Load(fsys, path.Dir(f))
+		if err != nil {
+			return nil, err
+		}
+		add(def.Components)
+	}
+	for _, v := range variants {
+		add(v.Components)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}

@@ -211,3 +211,19 @@ func TestPlatformNamespaces(t *testing.T) {
 		}
 	}
 }
+
+func TestBootstrapReleases(t *testing.T) {
+	vs, err := LoadVariants(variants.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := BootstrapReleases(bundles.FS, vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kube-system/coredns", "cozy-cilium/cilium", "cozy-csi/csi"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%s missing from %v", want, got)
+		}
+	}
+}

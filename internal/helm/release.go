@@ -342,23 +342,38 @@ func isValuesError(err error) bool {
 		strings.Contains(msg, "parse error at")
 }
 
-// Unlock deletes the revision a dead writer left pending. That revision is a
-// lock, not history: its operation never finished, so nothing may depend on
-// it. The objects it created carry Helm's ownership annotations and are
-// adopted by the install or upgrade that follows, which leaves no failed or
-// pending revision behind. Only the leader calls this, so no live writer can
-// hold the lock.
+// ErrForeignLock is returned by Unlock for a pending revision that this
+// operator did not write.
+var ErrForeignLock = errors.New("locked by another writer")
+
+// Unlock ends the lock a dead writer of this operator left: its pending
+// revision is marked failed, as helm-controller does, so the next install
+// or upgrade supersedes it and the history says what happened. Only the
+// leader calls this, so no live writer of ours holds the lock. A pending
+// revision without our digest label was written by somebody else (a person
+// running helm, the management side's helm-controller during a
+// migration), who may still be at work: it is left alone.
 func (c *Client) Unlock(r *Release) error {
 	if !r.Pending() {
 		return nil
+	}
+	if r.Digest == "" {
+		return fmt.Errorf("%w: %s/%s revision %d is %s and was not written by the tenant operator; it is left to its writer: "+
+			"let that operation finish or roll it back (helm rollback), and the operator carries on from there",
+			ErrForeignLock, r.Namespace, r.Name, r.Revision, r.Status)
 	}
 	cfg, err := c.configuration(r.Namespace)
 	if err != nil {
 		return err
 	}
 	defer c.forget(r.Namespace, r.Name)
-	if _, err := cfg.Releases.Delete(r.Name, r.Revision); err != nil {
-		return fmt.Errorf("removing stale %s revision %d of %s/%s: %w", r.Status, r.Revision, r.Namespace, r.Name, err)
+	rel, err := cfg.Releases.Get(r.Name, r.Revision)
+	if err != nil {
+		return fmt.Errorf("reading stale %s revision %d of %s/%s: %w", r.Status, r.Revision, r.Namespace, r.Name, err)
+	}
+	rel.SetStatus(release.StatusFailed, fmt.Sprintf("Release unlocked by the tenant operator: its %s was interrupted (the writer is gone)", r.Status))
+	if err := cfg.Releases.Update(rel); err != nil {
+		return fmt.Errorf("marking stale %s revision %d of %s/%s failed: %w", r.Status, r.Revision, r.Namespace, r.Name, err)
 	}
 	return nil
 }

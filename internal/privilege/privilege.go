@@ -94,6 +94,18 @@ type Result struct {
 	// acts outside its namespace or beyond what a namespace admin may do,
 	// so installing it needs more than namespace-scoped rights.
 	BeyondNamespace bool
+	// Reach lists the kinds of the objects behind those findings, sorted
+	// and without duplicates: what an identity installing the rendering
+	// needs rights on, beyond its namespace.
+	Reach []schema.GroupKind
+	// Defined maps the kinds the rendering's own CRDs define to their
+	// resources, which no discovery knows before they are installed.
+	Defined map[schema.GroupKind]Resource
+	// Placed lists every object not placed in the release's namespace by
+	// its manifest (no namespace, or another one): cluster-scoped objects
+	// are among them, which installing needs rights on whether or not
+	// they are findings.
+	Placed []Object
 	// Evidence digests every object that produced a finding, as rendered:
 	// a confirmation vouches for them, so a change to any of them (an
 	// image, a command, a host path, a rule) asks again.
@@ -134,6 +146,9 @@ func Classify(manifests map[string]string, namespace string) (Result, error) {
 	var out []string
 	var evidence [][]byte
 	pods, beyond := false, false
+	var reach []schema.GroupKind
+	var placed []Object
+	crds := map[schema.GroupKind]Resource{}
 	for _, obj := range objs {
 		other, pod, err := classify(obj, namespace, defined)
 		if err != nil {
@@ -141,6 +156,15 @@ func Classify(manifests map[string]string, namespace string) (Result, error) {
 		}
 		pods = pods || len(pod) > 0
 		beyond = beyond || len(other) > 0
+		if len(other) > 0 {
+			reach = append(reach, obj.GroupVersionKind().GroupKind())
+		}
+		if gk, r, ok := definedKind(obj); ok {
+			crds[gk] = r
+		}
+		if ns := obj.GetNamespace(); ns != namespace {
+			placed = append(placed, Object{GroupKind: obj.GroupVersionKind().GroupKind(), Namespace: ns, Name: obj.GetName()})
+		}
 		if len(other)+len(pod) == 0 {
 			continue
 		}
@@ -152,7 +176,8 @@ func Classify(manifests map[string]string, namespace string) (Result, error) {
 		evidence = append(evidence, raw)
 	}
 	sort.Strings(out)
-	res := Result{Findings: slices.Compact(out), Pods: pods, BeyondNamespace: beyond}
+	slices.SortFunc(reach, func(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) })
+	res := Result{Findings: slices.Compact(out), Pods: pods, BeyondNamespace: beyond, Reach: slices.Compact(reach), Defined: crds, Placed: placed}
 	if len(evidence) > 0 {
 		slices.SortFunc(evidence, bytes.Compare)
 		sum := sha256.Sum256(bytes.Join(evidence, []byte{0}))
@@ -342,4 +367,123 @@ func prefix(what string, findings []string) []string {
 		findings[i] = what + ": " + f
 	}
 	return findings
+}
+
+// Object names one rendered object.
+type Object struct {
+	schema.GroupKind
+	Namespace, Name string
+}
+
+// Resource is what the API calls a kind: its resource name and scope.
+type Resource struct {
+	Name       string
+	Namespaced bool
+}
+
+// definedKind reads the kind a CustomResourceDefinition defines.
+func definedKind(obj *unstructured.Unstructured) (schema.GroupKind, Resource, bool) {
+	if obj.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
+		return schema.GroupKind{}, Resource{}, false
+	}
+	group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "kind")
+	plural, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "plural")
+	scope, _, _ := unstructured.NestedString(obj.Object, "spec", "scope")
+	if kind == "" || plural == "" {
+		return schema.GroupKind{}, Resource{}, false
+	}
+	return schema.GroupKind{Group: group, Kind: kind}, Resource{Name: plural, Namespaced: scope != "Cluster"}, true
+}
+
+// writeVerbs are those Helm and its wait use on an object.
+var writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+
+// Grants are the rules the identity that installs a rendering into
+// namespace needs beyond the `admin` role it holds there, given the kinds
+// behind its confirmed findings (reach), the objects it places outside the
+// namespace, how the cluster names and scopes a kind (resolve; the
+// rendering's own CRDs first), and whether a template calls lookup.
+//
+//   - A kind behind a confirmed finding: every verb Helm and its wait use,
+//     on all objects of the kind (a kind nobody can name: its whole group);
+//     for RBAC kinds also bind and escalate on roles, without which the API
+//     server refuses a role or binding that grants more than its writer
+//     holds.
+//   - Any other object outside the namespace (the unprivileged
+//     cluster-scoped ones: a read-only ClusterRole, a ClusterRoleBinding of
+//     it to the app's own accounts): reads and create of its kind, and
+//     update, patch and delete of it by name only (create cannot be limited
+//     by name; the API server's escalation checks bound what a created role
+//     or binding may grant); bind and escalate on the ClusterRoles the
+//     rendering defines, by name, so it can bind what it was judged to define.
+//   - lookup: reads of everything, which is what lookup may read.
+func Grants(namespace string, reach []schema.GroupKind, placed []Object, resolve func(schema.GroupKind) (Resource, bool), lookup bool) []rbacv1.PolicyRule {
+	type key struct{ group, resource string }
+	full := map[key]bool{}
+	confirmed := map[schema.GroupKind]bool{}
+	rbacKinds := false
+	for _, gk := range reach {
+		confirmed[gk] = true
+		r, ok := resolve(gk)
+		if !ok {
+			r.Name = "*"
+		}
+		full[key{gk.Group, r.Name}] = true
+		rbacKinds = rbacKinds || gk.Group == rbacv1.GroupName
+	}
+	named := map[key][]string{}
+	var roles []string
+	for _, o := range placed {
+		r, ok := resolve(o.GroupKind)
+		switch {
+		case confirmed[o.GroupKind]:
+			continue
+		case !ok:
+			// Only kinds on the gate's allow-list pass unconfirmed, and
+			// the cluster serves all of those.
+			continue
+		case r.Namespaced && (o.Namespace == "" || o.Namespace == namespace):
+			continue // in the namespace, where admin covers it
+		}
+		k := key{o.Group, r.Name}
+		if full[k] {
+			continue
+		}
+		named[k] = append(named[k], o.Name)
+		if o.GroupKind == (schema.GroupKind{Group: rbacv1.GroupName, Kind: "ClusterRole"}) {
+			roles = append(roles, o.Name)
+		}
+	}
+	var out []rbacv1.PolicyRule
+	for _, k := range sortedKeys(full, func(k key) string { return k.group + "/" + k.resource }) {
+		out = append(out, rbacv1.PolicyRule{APIGroups: []string{k.group}, Resources: []string{k.resource}, Verbs: writeVerbs})
+	}
+	for _, k := range sortedKeys(named, func(k key) string { return k.group + "/" + k.resource }) {
+		names := slices.Compact(slices.Sorted(slices.Values(named[k])))
+		out = append(out,
+			rbacv1.PolicyRule{APIGroups: []string{k.group}, Resources: []string{k.resource}, Verbs: []string{"get", "list", "watch", "create"}},
+			rbacv1.PolicyRule{APIGroups: []string{k.group}, Resources: []string{k.resource}, ResourceNames: names, Verbs: []string{"update", "patch", "delete"}})
+	}
+	switch {
+	case rbacKinds:
+		out = append(out, rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles", "roles"},
+			Verbs: []string{"bind", "escalate"}})
+	case len(roles) > 0:
+		out = append(out, rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"},
+			ResourceNames: slices.Compact(slices.Sorted(slices.Values(roles))), Verbs: []string{"bind", "escalate"}})
+	}
+	if lookup {
+		out = append(out, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}})
+	}
+	return out
+}
+
+func sortedKeys[K comparable, V any](m map[K]V, str func(K) string) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b K) int { return strings.Compare(str(a), str(b)) })
+	return keys
 }

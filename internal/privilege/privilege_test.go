@@ -1,8 +1,12 @@
 package privilege
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 const ns = "app"
@@ -364,5 +368,83 @@ func TestScopeFlags(t *testing.T) {
 				t.Errorf("Pods %v, BeyondNamespace %v, want %v, %v; findings %q", r.Pods, r.BeyondNamespace, tc.pods, tc.beyondNs, r.Findings)
 			}
 		})
+	}
+}
+
+func TestGrants(t *testing.T) {
+	gk := func(group, kind string) schema.GroupKind { return schema.GroupKind{Group: group, Kind: kind} }
+	crd := gk("apiextensions.k8s.io", "CustomResourceDefinition")
+	cr, crb := gk("rbac.authorization.k8s.io", "ClusterRole"), gk("rbac.authorization.k8s.io", "ClusterRoleBinding")
+	deploy, cm := gk("apps", "Deployment"), gk("", "ConfigMap")
+	known := map[schema.GroupKind]Resource{
+		crd: {Name: "customresourcedefinitions"}, cr: {Name: "clusterroles"}, crb: {Name: "clusterrolebindings"},
+		deploy: {Name: "deployments", Namespaced: true}, cm: {Name: "configmaps", Namespaced: true},
+	}
+	resolve := func(k schema.GroupKind) (Resource, bool) { r, ok := known[k]; return r, ok }
+	write := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	for _, tc := range []struct {
+		name   string
+		reach  []schema.GroupKind
+		placed []Object
+		lookup bool
+		want   []rbacv1.PolicyRule
+	}{
+		{name: "only namespaced objects without a namespace: admin covers them", placed: []Object{{GroupKind: deploy, Name: "app"}}},
+		{name: "a confirmed CRD", reach: []schema.GroupKind{crd}, placed: []Object{{GroupKind: crd, Name: "widgets.x"}},
+			want: []rbacv1.PolicyRule{{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: write}}},
+		{name: "an unprivileged ClusterRole and its binding: by name, bind and escalate on that role only",
+			placed: []Object{{GroupKind: cr, Name: "reader"}, {GroupKind: crb, Name: "reader"}},
+			want: []rbacv1.PolicyRule{
+				{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings"}, Verbs: []string{"get", "list", "watch", "create"}},
+				{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings"}, ResourceNames: []string{"reader"}, Verbs: []string{"update", "patch", "delete"}},
+				{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"get", "list", "watch", "create"}},
+				{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{"reader"}, Verbs: []string{"update", "patch", "delete"}},
+				{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{"reader"}, Verbs: []string{"bind", "escalate"}},
+			}},
+		{name: "a confirmed ClusterRole: its kind, bind and escalate on every role", reach: []schema.GroupKind{cr},
+			placed: []Object{{GroupKind: cr, Name: "secrets"}, {GroupKind: crb, Name: "secrets"}},
+			want: []rbacv1.PolicyRule{
+				{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: write},
+				{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings"}, Verbs: []string{"get", "list", "watch", "create"}},
+				{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings"}, ResourceNames: []string{"secrets"}, Verbs: []string{"update", "patch", "delete"}},
+				{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles", "roles"}, Verbs: []string{"bind", "escalate"}},
+			}},
+		{name: "a confirmed object in another namespace", reach: []schema.GroupKind{cm}, placed: []Object{{GroupKind: cm, Namespace: "kube-system", Name: "x"}},
+			want: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: write}}},
+		{name: "a kind nobody can name: its group", reach: []schema.GroupKind{gk("hostile.example", "Widget")},
+			want: []rbacv1.PolicyRule{{APIGroups: []string{"hostile.example"}, Resources: []string{"*"}, Verbs: write}}},
+		{name: "lookup reads everything", lookup: true,
+			want: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Grants(ns, tc.reach, tc.placed, resolve, tc.lookup)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Grants =\n%+v\nwant\n%+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Reach names the kinds behind findings beyond the namespace, Placed every
+// object the manifests put outside it, and Defined what the rendering's own
+// CRDs call their kinds.
+func TestReach(t *testing.T) {
+	r, err := Classify(map[string]string{
+		"app/crds/w.yaml":      "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.hostile.example}\nspec: {group: hostile.example, scope: Cluster, names: {kind: Widget, plural: widgets}}\n",
+		"app/templates/w.yaml": "apiVersion: hostile.example/v1\nkind: Widget\nmetadata: {name: w}\n",
+		"app/templates/p.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: app}\nspec: {hostPID: true, containers: [{name: c}]}\n",
+	}, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []schema.GroupKind{{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, {Group: "hostile.example", Kind: "Widget"}}
+	if !reflect.DeepEqual(r.Reach, want) {
+		t.Errorf("Reach = %v, want %v (pods are not reach)", r.Reach, want)
+	}
+	if d := r.Defined[schema.GroupKind{Group: "hostile.example", Kind: "Widget"}]; d != (Resource{Name: "widgets"}) {
+		t.Errorf("Defined[Widget] = %+v", d)
+	}
+	if len(r.Placed) != 2 {
+		t.Errorf("Placed = %v: the CRD and the Widget, not the pod placed in the namespace", r.Placed)
 	}
 }

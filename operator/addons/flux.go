@@ -25,8 +25,8 @@ type fluxState struct {
 }
 
 // ensureFlux applies the embedded Flux manifests when they are missing or
-// were changed by someone else. It runs in parallel with the network tier:
-// the pod is on the host network and tolerates every bootstrap taint.
+// were changed by someone else. The addon tier starts once NetworkReady is
+// True, so this never competes with the network tier for the API server.
 func (r *Reconciler) ensureFlux(ctx context.Context) error {
 	key := client.ObjectKey{Namespace: flux.Namespace, Name: flux.Deployment}
 	cur := &appsv1.Deployment{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/util/workqueue"
@@ -35,6 +36,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&tenantv1.TenantBundle{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, inputsChanged()))).
 		Watches(&cozyv1.Package{}, r.addonPackageHandler(), builder.WithPredicates(addonLabelled())).
+		// What the addon tier applies besides Packages, put back when it is
+		// edited or deleted behind the operator's back.
+		Watches(&cozyv1.PackageSource{}, r.forgetOnChange(), builder.WithPredicates(addonLabelled())).
+		Watches(&sourcev1.OCIRepository{}, r.forgetOnChange(), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == PackagesRepository
+		}))).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.allBundles),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 				return o.GetNamespace() == flux.Namespace && o.GetName() == flux.Deployment
@@ -81,6 +88,26 @@ func addonLabelled() predicate.Predicate {
 		_, ok := o.GetLabels()[AddonLabel]
 		return ok
 	})
+}
+
+// forgetOnChange forgets what was applied, and enqueues the TenantBundle,
+// when an object the addon tier applied was changed (a new generation) or
+// deleted: the memo of applyAddons would hide it otherwise.
+func (r *Reconciler) forgetOnChange() handler.EventHandler {
+	forget := func(ctx context.Context, q queue) {
+		r.addonsApplied.Store("")
+		for _, req := range r.allBundles(ctx, nil) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
+				forget(ctx, q)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q queue) { forget(ctx, q) },
+	}
 }
 
 // addonPackageHandler enqueues the TenantBundle when an addon Package's

@@ -34,13 +34,28 @@ func NewEngine(h *helm.Client, a *apply.Engine, health *readiness.Checker, drift
 
 // Result is the outcome for one component.
 type Result struct {
-	Name, Tier   string
-	State        State
-	Revision     int
-	ChartVersion string
-	Message      string
-	Err          error
+	Name, Tier string
+	// Release is the component's Helm release.
+	ReleaseNamespace, ReleaseName string
+	State                         State
+	Revision                      int
+	ChartVersion                  string
+	Message                       string
+	Err                           error
+	// Actions are what the steps of this reconcile did, in order.
+	Actions []Action
 }
+
+// Action is what a step did to a component ("" for nothing).
+type Action string
+
+// The actions, by what they did.
+const (
+	Installed      Action = "Installed"
+	Upgraded       Action = "Upgraded"
+	Unlocked       Action = "Unlocked"
+	DriftCorrected Action = "DriftCorrected"
+)
 
 // Ready reports whether the component's workloads are all Ready.
 func (r Result) Ready() bool { return r.State == StateReady }
@@ -83,28 +98,38 @@ func (e *Engine) Run(ctx context.Context, comps []*Component) []Result {
 func (e *Engine) reconcile(ctx context.Context, c *Component) Result {
 	log := ctrl.LoggerFrom(ctx).WithValues("component", c.Def.Name)
 	ran := map[string]bool{}
+	var actions []Action
+	result := func(st State, err error) Result {
+		r := e.result(c, st, err)
+		r.Actions = actions
+		return r
+	}
 	wrote := false
 	for {
 		if err := e.observe(ctx, c, wrote); err != nil {
-			return e.result(c, StateBlocked, err)
+			return result(StateBlocked, err)
 		}
 		st := c.Observe()
 		step := actionForState(st, c, &e.deps)
 		if step == nil {
 			log.V(1).Info("waiting", "state", st.String(), "health", c.Health.Message)
-			return e.result(c, st, nil)
+			return result(st, nil)
 		}
 		if ran[step.Name()] {
-			return e.result(c, st, fmt.Errorf("%s of %s did not converge: still %s", step.Name(), c.Def.Name, st))
+			return result(st, fmt.Errorf("%s of %s did not converge: still %s", step.Name(), c.Def.Name, st))
 		}
 		ran[step.Name()] = true
 		log.Info("running step", "step", step.Name(), "state", st.String())
 		if err := step.Reconcile(ctx, c); err != nil {
-			return e.result(c, st, err)
+			return result(st, err)
 		}
 		// The cache may still hold the workloads as they were before.
-		wrote = step.Name() != "unlock"
-		if step.Name() == "install" || step.Name() == "upgrade" {
+		done := step.Done()
+		if done != "" {
+			actions = append(actions, done)
+		}
+		wrote = done != Unlocked
+		if done == Installed || done == Upgraded {
 			// Helm just wrote every object; there is nothing to correct.
 			e.Drift.Checked(c.Def.Release.Namespace, c.Def.Release.Name)
 		}
@@ -135,7 +160,8 @@ func (e *Engine) observe(ctx context.Context, c *Component, live bool) error {
 }
 
 func (e *Engine) result(c *Component, st State, err error) Result {
-	r := Result{Name: c.Def.Name, Tier: c.Def.Tier, State: st, Err: err}
+	r := Result{Name: c.Def.Name, Tier: c.Def.Tier, State: st, Err: err,
+		ReleaseNamespace: c.Def.Release.Namespace, ReleaseName: c.Def.Release.Name}
 	if c.Release != nil {
 		r.Revision, r.ChartVersion = c.Release.Revision, c.Release.ChartVersion
 	}

@@ -90,6 +90,8 @@ func (c *Component) Observe() State {
 type Step interface {
 	Name() string
 	Reconcile(ctx stepContext, c *Component) error
+	// Done names what the step did once it succeeded ("" for nothing).
+	Done() Action
 }
 
 // actionForState picks the next step, or nil when there is nothing to do

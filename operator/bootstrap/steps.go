@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/cozystack/tenant-operator/internal/apply"
@@ -24,6 +25,7 @@ func (c *Component) request() helm.Request {
 type Install struct{ helm *helm.Client }
 
 func (s *Install) Name() string { return "install" }
+func (s *Install) Done() Action { return Installed }
 
 func (s *Install) Reconcile(ctx stepContext, c *Component) error {
 	rel, err := s.helm.Install(ctx, c.request())
@@ -40,6 +42,7 @@ func (s *Install) Reconcile(ctx stepContext, c *Component) error {
 type Upgrade struct{ helm *helm.Client }
 
 func (s *Upgrade) Name() string { return "upgrade" }
+func (s *Upgrade) Done() Action { return Upgraded }
 
 func (s *Upgrade) Reconcile(ctx stepContext, c *Component) error {
 	rel, err := s.helm.Upgrade(ctx, c.request())
@@ -52,12 +55,13 @@ func (s *Upgrade) Reconcile(ctx stepContext, c *Component) error {
 	return nil
 }
 
-// Unlock removes the pending revision a dead writer left behind (see
-// helm.Client.Unlock for why deleting it is safe), so the next step can
-// install or upgrade.
+// Unlock marks failed the pending revision a dead writer of ours left
+// behind (see helm.Client.Unlock; somebody else's is left alone), so the
+// next step can install or upgrade over it.
 type Unlock struct{ helm *helm.Client }
 
 func (s *Unlock) Name() string { return "unlock" }
+func (s *Unlock) Done() Action { return Unlocked }
 
 func (s *Unlock) Reconcile(_ stepContext, c *Component) error {
 	if err := s.helm.Unlock(c.Release); err != nil {
@@ -73,9 +77,18 @@ func (s *Unlock) Reconcile(_ stepContext, c *Component) error {
 type CorrectDrift struct {
 	apply *apply.Engine
 	drift *DriftTracker
+	// changed counts the objects the correction changed: a restart checks
+	// every component, and one that finds nothing to correct did nothing.
+	changed int
 }
 
 func (s *CorrectDrift) Name() string { return "correct-drift" }
+func (s *CorrectDrift) Done() Action {
+	if s.changed == 0 {
+		return ""
+	}
+	return DriftCorrected
+}
 
 func (s *CorrectDrift) Reconcile(ctx stepContext, c *Component) error {
 	// The engine sorts and edits what it applies; the objects are the
@@ -84,8 +97,14 @@ func (s *CorrectDrift) Reconcile(ctx stepContext, c *Component) error {
 	for i, o := range c.Objects {
 		objs[i] = o.DeepCopy()
 	}
-	if _, err := s.apply.Correct(ctx, objs); err != nil {
+	cs, err := s.apply.Correct(ctx, objs)
+	if err != nil {
 		return fmt.Errorf("restoring %s: %w", c.Def.Name, err)
+	}
+	for _, e := range cs.Entries {
+		if e.Action != ssa.UnchangedAction {
+			s.changed++
+		}
 	}
 	s.drift.Corrected(c.Def.Release.Namespace, c.Def.Release.Name, c.driftMark)
 	c.DriftSuspected = false

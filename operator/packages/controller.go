@@ -14,7 +14,9 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -23,6 +25,7 @@ import (
 	"github.com/cozystack/tenant-operator/internal/artifacts"
 	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/outcome"
+	"github.com/cozystack/tenant-operator/internal/record"
 	"github.com/cozystack/tenant-operator/internal/source"
 	"github.com/cozystack/tenant-operator/internal/statuswrite"
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
@@ -55,6 +58,13 @@ type Reconciler struct {
 	// PlatformNamespaces are those the platform's own components run in
 	// (bundle.PlatformNamespaces).
 	PlatformNamespaces map[string]bool
+	// BootstrapReleases are the releases ("namespace/name") the bootstrap
+	// tier installs itself (bundle.BootstrapReleases): no Package may
+	// write a HelmRelease for one.
+	BootstrapReleases map[string]bool
+	// Events records the moment a Package becomes Stalled (a privileged
+	// app held or refused, invalid configuration). Nil records nothing.
+	Events events.EventRecorder
 
 	charts   chartCache
 	findings findingsCache
@@ -89,6 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			pkg.Status.LastHandledReconcileAt = v
 		}
 		summarize(pkg, retErr, health)
+		record.Stalled(r.Events, pkg, conditions.Get(before, meta.StalledCondition), conditions.Get(pkg, meta.StalledCondition))
 		if _, isTerminal := outcome.Classify(retErr); retErr == nil || isTerminal {
 			pkg.Status.ObservedGeneration = pkg.Generation
 		}
@@ -119,19 +130,25 @@ func (r *Reconciler) reconcile(ctx context.Context, pkg *cozyv1.Package) (health
 	if waiting := r.dependencies(ctx, pkg, variant); waiting != "" {
 		return health{waitingReason: ReasonDependenciesNotReady, waiting: waiting}, nil
 	}
-	art, err := r.artifact(ctx, ps)
-	if err != nil {
-		return health{}, err
-	}
-	desired, err := r.desired(ctx, pkg, ps, variant, art)
-	if err != nil {
-		return health{}, err
-	}
 	facts, err := r.tenant(ctx)
 	if err != nil {
 		return health{}, err
 	}
 	catalogApp := !facts.isAddon(pkg)
+	art, err := r.artifact(ctx, ps)
+	if err != nil {
+		return health{}, err
+	}
+	if !catalogApp && art.Digest != facts.digest {
+		// Addons are not gated: their charts must be the bytes the
+		// TenantBundle verified, whatever the OCIRepository says now.
+		return health{waitingReason: ReasonArtifactFailed, waiting: fmt.Sprintf(
+			"waiting for the packages artifact the TenantBundle verified (%s); its OCIRepository gives %s", facts.digest, art.Digest)}, nil
+	}
+	desired, err := r.desired(ctx, pkg, ps, variant, art)
+	if err != nil {
+		return health{}, err
+	}
 	if err := r.classify(pkg, desired, facts.cluster, catalogApp); err != nil {
 		return health{}, err
 	}

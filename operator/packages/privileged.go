@@ -24,7 +24,13 @@ var missPodFindings = false
 // reconcile that changes nothing renders nothing.
 type findingsCache struct {
 	mu    sync.Mutex
-	items map[string]privilege.Result
+	items map[string]classified
+}
+
+// classified is what classify learns of one rendering.
+type classified struct {
+	privilege.Result
+	lookup bool
 }
 
 // classify renders each release with the values Flux will give it (chart
@@ -65,7 +71,7 @@ func (r *Reconciler) classify(pkg *cozyv1.Package, desired []*release, cluster m
 			if err != nil {
 				return outcome.Terminal(ReasonChartInvalid, "component %s: rendering: %v", rel.Component.Name, err)
 			}
-			if found, err = privilege.Classify(manifests, rel.HR.Namespace); err != nil {
+			if found.Result, err = privilege.Classify(manifests, rel.HR.Namespace); err != nil {
 				return outcome.Terminal(ReasonChartInvalid, "component %s: rendering: %v", rel.Component.Name, err)
 			}
 			lookups, err := helm.TemplatesCallingLookup(rel.Chart)
@@ -74,14 +80,15 @@ func (r *Reconciler) classify(pkg *cozyv1.Package, desired []*release, cluster m
 			}
 			for _, t := range lookups {
 				found.Findings = append(found.Findings, "template "+t+" calls lookup: what it renders depends on the cluster when Flux renders it")
-				found.BeyondNamespace = true
+				found.BeyondNamespace, found.lookup = true, true
 			}
 			r.findings.put(key, found)
 		}
 		if missPodFindings && !found.BeyondNamespace {
-			found = privilege.Result{}
+			found = classified{}
 		}
 		rel.Findings, rel.PrivilegedPods, rel.BeyondNamespace = found.Findings, found.Pods, found.BeyondNamespace
+		rel.Reach, rel.Placed, rel.Defined, rel.CallsLookup = found.Reach, found.Placed, found.Defined, found.lookup
 		if catalogApp && r.PlatformNamespaces[rel.HR.Namespace] {
 			// Its rights in the namespace reach the platform's components.
 			rel.Findings = append(slices.Clone(rel.Findings), "installs into namespace "+rel.HR.Namespace+", which the platform's own components run in")
@@ -131,20 +138,20 @@ func gate(pkg *cozyv1.Package, facts tenantFacts) error {
 	return nil
 }
 
-func (c *findingsCache) get(key string) (privilege.Result, bool) {
+func (c *findingsCache) get(key string) (classified, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, ok := c.items[key]
 	return f, ok
 }
 
-func (c *findingsCache) put(key string, f privilege.Result) {
+func (c *findingsCache) put(key string, f classified) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Values churn would grow it without bound; the entries are cheap to
 	// recompute.
 	if c.items == nil || len(c.items) > 512 {
-		c.items = map[string]privilege.Result{}
+		c.items = map[string]classified{}
 	}
 	c.items[key] = f
 }

@@ -13,11 +13,13 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/outcome"
+	"github.com/cozystack/tenant-operator/internal/privilege"
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 )
 
@@ -48,8 +50,13 @@ type release struct {
 	// Security Standard.
 	PrivilegedPods bool
 	// BeyondNamespace says its rendering needs rights beyond its
-	// namespace (see privilege.Result).
+	// namespace (see privilege.Result); Reach, Placed and Defined say on
+	// what, CallsLookup that a template reads the cluster.
 	BeyondNamespace bool
+	Reach           []schema.GroupKind
+	Placed          []privilege.Object
+	Defined         map[schema.GroupKind]privilege.Resource
+	CallsLookup     bool
 }
 
 // Privileged says whether the component needs a confirmation: it declares
@@ -78,6 +85,10 @@ func (r *Reconciler) desired(ctx context.Context, pkg *cozyv1.Package, ps *cozyv
 		}
 		if c.Install.Namespace == "" {
 			return nil, outcome.Terminal(ReasonInvalidConfiguration, "PackageSource %s: variant %s: component %s: install.namespace is required", ps.Name, v.Name, c.Name)
+		}
+		if rn := releaseName(c); r.BootstrapReleases[c.Install.Namespace+"/"+rn] {
+			return nil, outcome.Terminal(ReasonInvalidConfiguration, "PackageSource %s: variant %s: component %s: release %s/%s is the bootstrap tier's own; install it under another name",
+				ps.Name, v.Name, c.Name, c.Install.Namespace, rn)
 		}
 		rel, err := r.build(pkg, ps, v, c, t)
 		if err != nil {
@@ -128,20 +139,17 @@ func (r *Reconciler) build(pkg *cozyv1.Package, ps *cozyv1.PackageSource, v *coz
 		return nil, err
 	}
 	ns := c.Install.Namespace
-	releaseName := c.Install.ReleaseName
-	if releaseName == "" {
-		releaseName = c.Name
-	}
+	rn := releaseName(c)
 	labels := map[string]string{PackageLabel: pkg.Name}
 	hr := &helmv2.HelmRelease{
 		TypeMeta: metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: releaseName, Namespace: ns, Labels: labels,
+			Name: rn, Namespace: ns, Labels: labels,
 			Annotations:     map[string]string{ValuesFilesAnnotation: strings.Join(c.ValuesFiles, ",")},
 			OwnerReferences: []metav1.OwnerReference{ownerRef(pkg)},
 		},
 		Spec: helmv2.HelmReleaseSpec{
-			ReleaseName: releaseName,
+			ReleaseName: rn,
 			ChartRef:    &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.ExternalArtifactKind, Name: name, Namespace: ns},
 			Interval:    metav1.Duration{Duration: releaseInterval},
 			Timeout:     &metav1.Duration{Duration: releaseTimeout},
@@ -183,6 +191,15 @@ func (r *Reconciler) build(pkg *cozyv1.Package, ps *cozyv1.PackageSource, v *coz
 		}},
 	}
 	return &release{Component: c, HR: hr, EA: ea, Artifact: b.artifact, Chart: b.chart, Values: values}, nil
+}
+
+// releaseName is the Helm release of a component: install.releaseName,
+// else the component's name.
+func releaseName(c cozyv1.Component) string {
+	if c.Install.ReleaseName != "" {
+		return c.Install.ReleaseName
+	}
+	return c.Name
 }
 
 // artifactName is Cozystack's name for a component's chart artifact.

@@ -24,6 +24,8 @@ type tenantFacts struct {
 	cluster map[string]any // {"_cluster": {...}}
 	// addons names the Packages of the addons the TenantBundle enables.
 	addons map[string]bool
+	// digest is the packages artifact the TenantBundle verified.
+	digest string
 }
 
 // isAddon says whether pkg is one of the TenantBundle's addons, which the
@@ -50,6 +52,7 @@ func (r *Reconciler) tenant(ctx context.Context) (tenantFacts, error) {
 		}
 		f.cluster["_cluster"] = ClusterValues(&tb)
 		f.addons = r.addonPackages(&tb)
+		f.digest = tb.Status.ArtifactDigest
 	}
 	return f, nil
 }

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,6 +53,9 @@ type Reconciler struct {
 	Tenants *TenantClients
 	// StatusInterval is how often a seeded tenant's status is read back.
 	StatusInterval time.Duration
+	// Events records a tenant seeded (the first time, or with a new
+	// version). Nil records nothing.
+	Events events.EventRecorder
 
 	// written is the status this process last wrote, per TenantSeed (see
 	// statuswrite).
@@ -134,6 +139,7 @@ func (r *Reconciler) seed(ctx context.Context, ts *seederv1.TenantSeed, c client
 	if err := seed.ApplyOperator(ctx, c, cfg); err != nil {
 		return r.unreachable(ts, err)
 	}
+	news := !conditions.IsTrue(ts, SeededCondition) || ts.Status.SeededVersion != cfg.Version
 	ts.Status.SeededVersion = cfg.Version
 	err = seed.ApplyBundle(ctx, c, cfg.Bundle)
 	switch {
@@ -144,6 +150,10 @@ func (r *Reconciler) seed(ctx context.Context, ts *seederv1.TenantSeed, c client
 		return r.unreachable(ts, err)
 	}
 	conditions.MarkTrue(ts, SeededCondition, ReasonSeeded, "operator %s and TenantBundle applied", cfg.Version)
+	if news && r.Events != nil {
+		// The periodic re-seed of the same version is not news.
+		r.Events.Eventf(ts, nil, corev1.EventTypeNormal, ReasonSeeded, "Seed", "operator %s and the TenantBundle applied to the tenant", cfg.Version)
+	}
 	now := metav1.Now()
 	ts.Status.LastSeedTime = &now
 	return nil

@@ -6,14 +6,18 @@ package tenantbundle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +28,7 @@ import (
 	"github.com/cozystack/tenant-operator/internal/bundle"
 	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/outcome"
+	"github.com/cozystack/tenant-operator/internal/record"
 	"github.com/cozystack/tenant-operator/internal/source"
 	"github.com/cozystack/tenant-operator/internal/statuswrite"
 	tenantv1 "github.com/cozystack/tenant-operator/operator/apis/tenant/v1alpha1"
@@ -48,6 +53,10 @@ type Reconciler struct {
 	// ProgressInterval is the least time between two status writes that
 	// only report progress (see routine); 0 writes each at once.
 	ProgressInterval time.Duration
+	// Events records what a reconcile did (a component installed,
+	// upgraded, unlocked, corrected) and the moment it Stalled; none at
+	// idle. Nil records nothing.
+	Events events.EventRecorder
 
 	charts chartCache
 	pace   *pacer
@@ -113,6 +122,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *tenantv1.TenantBundle) 
 		return "", err
 	}
 	results := r.Engine.Run(ctx, comps)
+	r.recordActions(obj, results)
 	charts := map[string]chartInfo{}
 	for _, c := range comps {
 		charts[c.Def.Name] = chartInfo{ref: c.Def.Chart.String(), note: c.Chart.Note}
@@ -147,6 +157,31 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *tenantv1.TenantBundle) 
 	return notReady, nil
 }
 
+// recordActions records an Event for every step a component went through.
+func (r *Reconciler) recordActions(obj *tenantv1.TenantBundle, results []bootstrap.Result) {
+	if r.Events == nil {
+		return
+	}
+	for _, res := range results {
+		// Related: the revision's storage Secret. Events of one object,
+		// reason and related object are folded into one series, so the
+		// components' events would otherwise merge.
+		revision := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: res.ReleaseNamespace,
+			Name: fmt.Sprintf("sh.helm.release.v1.%s.v%d", res.ReleaseName, res.Revision)}}
+		for _, a := range res.Actions {
+			r.Events.Eventf(obj, revision, corev1.EventTypeNormal, string(a), string(a),
+				"component %s: %s (revision %d, chart %s)", res.Name, actionNote[a], res.Revision, res.ChartVersion)
+		}
+	}
+}
+
+var actionNote = map[bootstrap.Action]string{
+	bootstrap.Installed:      "installed",
+	bootstrap.Upgraded:       "upgraded",
+	bootstrap.Unlocked:       "the release its dead writer left pending was marked failed",
+	bootstrap.DriftCorrected: "deleted or edited objects re-applied from the deployed revision",
+}
+
 // resultsError turns component failures into one error: terminal when a
 // component's chart or values are wrong (naming the field to fix),
 // otherwise retried with backoff.
@@ -178,6 +213,7 @@ func (r *Reconciler) report(ctx context.Context, before, obj *tenantv1.TenantBun
 	}
 	setWaitingTiers(obj)
 	summarize(obj, retErr, notReady)
+	record.Stalled(r.Events, obj, conditions.Get(before, tenantv1.StalledCondition), conditions.Get(obj, tenantv1.StalledCondition))
 	if _, isTerminal := outcome.Classify(retErr); retErr == nil || isTerminal {
 		obj.Status.ObservedGeneration = obj.Generation
 	}
