@@ -335,7 +335,10 @@ var _ = Describe("The platform's enforcement of the catalog gate", Ordered, func
 			if slices.ContainsFunc(rule.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" && v != "create" }) {
 				Expect(rule.ResourceNames).To(ConsistOf("reader"), "%+v", rule)
 			}
+			Expect(rule.Verbs).NotTo(ContainElements("bind", "escalate"), "%+v", rule)
 		}
+		Expect(role.Rules).To(ContainElement(rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes", "pods"},
+			Verbs: []string{"get", "list", "watch"}}), "the reads its own ClusterRole grants, which the API server requires of whoever creates and binds it")
 	})
 
 	It("puts back the cluster values Flux layers into a release when a namespace editor changes them", func(ctx SpecContext) {

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -163,7 +164,15 @@ func Classify(manifests map[string]string, namespace string) (Result, error) {
 			crds[gk] = r
 		}
 		if ns := obj.GetNamespace(); ns != namespace {
-			placed = append(placed, Object{GroupKind: obj.GroupVersionKind().GroupKind(), Namespace: ns, Name: obj.GetName()})
+			o := Object{GroupKind: obj.GroupVersionKind().GroupKind(), Namespace: ns, Name: obj.GetName()}
+			if o.GroupKind == clusterRoleKind {
+				var role rbacv1.ClusterRole
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &role); err != nil {
+					return Result{}, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+				}
+				o.Rules = role.Rules
+			}
+			placed = append(placed, o)
 		}
 		if len(other)+len(pod) == 0 {
 			continue
@@ -373,6 +382,8 @@ func prefix(what string, findings []string) []string {
 type Object struct {
 	schema.GroupKind
 	Namespace, Name string
+	// Rules are a ClusterRole's.
+	Rules []rbacv1.PolicyRule
 }
 
 // Resource is what the API calls a kind: its resource name and scope.
@@ -396,6 +407,8 @@ func definedKind(obj *unstructured.Unstructured) (schema.GroupKind, Resource, bo
 	return schema.GroupKind{Group: group, Kind: kind}, Resource{Name: plural, Namespaced: scope != "Cluster"}, true
 }
 
+var clusterRoleKind = schema.GroupKind{Group: rbacv1.GroupName, Kind: "ClusterRole"}
+
 // writeVerbs are those Helm and its wait use on an object.
 var writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 
@@ -414,9 +427,10 @@ var writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "
 //     cluster-scoped ones: a read-only ClusterRole, a ClusterRoleBinding of
 //     it to the app's own accounts): reads and create of its kind, and
 //     update, patch and delete of it by name only (create cannot be limited
-//     by name; the API server's escalation checks bound what a created role
-//     or binding may grant); bind and escalate on the ClusterRoles the
-//     rendering defines, by name, so it can bind what it was judged to define.
+//     by name). Such a ClusterRole's own rules are granted too, which is
+//     what lets the API server's escalation checks accept the role and a
+//     binding of it, without bind or escalate: a role or binding granting
+//     more than was judged is still refused.
 //   - lookup: reads of everything, which is what lookup may read.
 func Grants(namespace string, reach []schema.GroupKind, placed []Object, resolve func(schema.GroupKind) (Resource, bool), lookup bool) []rbacv1.PolicyRule {
 	type key struct{ group, resource string }
@@ -433,7 +447,7 @@ func Grants(namespace string, reach []schema.GroupKind, placed []Object, resolve
 		rbacKinds = rbacKinds || gk.Group == rbacv1.GroupName
 	}
 	named := map[key][]string{}
-	var roles []string
+	var held []rbacv1.PolicyRule
 	for _, o := range placed {
 		r, ok := resolve(o.GroupKind)
 		switch {
@@ -451,8 +465,10 @@ func Grants(namespace string, reach []schema.GroupKind, placed []Object, resolve
 			continue
 		}
 		named[k] = append(named[k], o.Name)
-		if o.GroupKind == (schema.GroupKind{Group: rbacv1.GroupName, Kind: "ClusterRole"}) {
-			roles = append(roles, o.Name)
+		for _, rule := range o.Rules {
+			if !slices.ContainsFunc(held, func(x rbacv1.PolicyRule) bool { return reflect.DeepEqual(x, rule) }) {
+				held = append(held, rule)
+			}
 		}
 	}
 	var out []rbacv1.PolicyRule
@@ -465,13 +481,10 @@ func Grants(namespace string, reach []schema.GroupKind, placed []Object, resolve
 			rbacv1.PolicyRule{APIGroups: []string{k.group}, Resources: []string{k.resource}, Verbs: []string{"get", "list", "watch", "create"}},
 			rbacv1.PolicyRule{APIGroups: []string{k.group}, Resources: []string{k.resource}, ResourceNames: names, Verbs: []string{"update", "patch", "delete"}})
 	}
-	switch {
-	case rbacKinds:
+	out = append(out, held...)
+	if rbacKinds {
 		out = append(out, rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles", "roles"},
 			Verbs: []string{"bind", "escalate"}})
-	case len(roles) > 0:
-		out = append(out, rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"},
-			ResourceNames: slices.Compact(slices.Sorted(slices.Values(roles))), Verbs: []string{"bind", "escalate"}})
 	}
 	if lookup {
 		out = append(out, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}})
