@@ -302,8 +302,10 @@ func (r *report) markdown() string {
   is injected wherever it lands. Counted: faults that started before Ready, trials that converge within 5 minutes — a
   reconcile requested (Flux's requestedAt annotation) once the fault is over has been handled, with the TenantBundle
   Ready at its generation and every node Ready, so a Ready left from before the fault never counts — time from the end
-  of the fault to that, operator exits (an injected kill included), Helm revisions not deployed/superseded at the end,
-  and Helm-managed workloads whose UID changed across the fault (an uninstall and reinstall).
+  of the fault to that, operator exits (an injected kill included), Helm revisions left pending and releases whose
+  latest revision is not deployed at the end (an interrupted install stays in the history as failed, as helm-controller
+  keeps it, and counts only if nothing deployed after it), and Helm-managed workloads whose UID changed across the
+  fault (an uninstall and reinstall).
 `)
 	return b.String()
 }

@@ -39,15 +39,10 @@ var _ = Describe("The cozy-in-cozy catalog", Ordered, func() {
 	)
 
 	BeforeAll(func(ctx SpecContext) {
-		w, err := world.Start(ctx, world.Options{Name: "catalog",
-			Nodes:          []world.NodeSpec{{Name: "worker-1"}, {Name: "worker-2"}},
-			CNIPodSelector: framework.CNISelector})
-		Expect(err).NotTo(HaveOccurred())
-		framework.DeferCleanupWorld(w)
-		url, _, err := framework.PushPackagesWithTestApps(ctx, w)
-		Expect(err).NotTo(HaveOccurred())
-		t, err = framework.StartTenant(ctx, w, operatorBin, framework.SeedConfig(w))
-		Expect(err).NotTo(HaveOccurred())
+		var url string
+		var err error
+		t, url = startCatalogTenant(ctx, "catalog", "worker-1", "worker-2")
+		w := t.World
 		recCtx, cancel := context.WithCancel(context.Background())
 		DeferCleanup(cancel)
 		timeline, err = framework.RecordTimeline(recCtx, w.Config)
@@ -246,18 +241,11 @@ var _ = Describe("The platform's enforcement of the catalog gate", Ordered, func
 	)
 
 	BeforeAll(func(ctx SpecContext) {
-		w, err := world.Start(ctx, world.Options{Name: "catalog-gate",
-			Nodes:          []world.NodeSpec{{Name: "worker-1"}},
-			CNIPodSelector: framework.CNISelector})
-		Expect(err).NotTo(HaveOccurred())
-		framework.DeferCleanupWorld(w)
-		url, _, err := framework.PushPackagesWithTestApps(ctx, w)
-		Expect(err).NotTo(HaveOccurred())
-		t, err = framework.StartTenant(ctx, w, operatorBin, framework.SeedConfig(w))
-		Expect(err).NotTo(HaveOccurred())
-		seeded = framework.Bundle(w, url)
+		var url string
+		t, url = startCatalogTenant(ctx, "catalog-gate", "worker-1")
+		seeded = framework.Bundle(t.World, url)
 		Expect(t.SeedBundle(ctx, seeded)).To(Succeed())
-		_, err = t.RunFlux(ctx)
+		_, err := t.RunFlux(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		framework.ExpectReady(ctx, t)
 		for _, name := range append(slices.Sorted(maps.Keys(e2epackages.HostileCharts)), "spawner") {
@@ -422,6 +410,24 @@ var _ = Describe("The platform's enforcement of the catalog gate", Ordered, func
 		}).WithContext(ctx).Should(Succeed())
 	})
 })
+
+// startCatalogTenant starts a world of the named nodes with Cozystack's tree
+// and the test apps pushed, and the operator running; it returns the tenant
+// and the packages artifact's URL.
+func startCatalogTenant(ctx context.Context, name string, nodes ...string) (*framework.Tenant, string) {
+	opts := world.Options{Name: name, CNIPodSelector: framework.CNISelector}
+	for _, n := range nodes {
+		opts.Nodes = append(opts.Nodes, world.NodeSpec{Name: n})
+	}
+	w, err := world.Start(ctx, opts)
+	Expect(err).NotTo(HaveOccurred())
+	framework.DeferCleanupWorld(w)
+	url, _, err := framework.PushPackagesWithTestApps(ctx, w)
+	Expect(err).NotTo(HaveOccurred())
+	t, err := framework.StartTenant(ctx, w, operatorBin, framework.SeedConfig(w))
+	Expect(err).NotTo(HaveOccurred())
+	return t, url
+}
 
 // impersonate is a client acting as the ServiceAccount ns/name.
 func impersonate(t *framework.Tenant, ns, name string) client.Client {

@@ -338,32 +338,15 @@ func dedupe(sorted []string) []string { return slices.Compact(sorted) }
 // addon catalogues and the variants name: charts and libraries, the part of
 // an artifact that is read first.
 func TreePaths(fsys fs.FS, variants map[string]*Variant) ([]string, error) {
-	files, err := fs.Glob(fsys, "*/bundle.yaml")
-	if err != nil {
-		return nil, err
-	}
 	var out []string
-	add := func(cs []Component) {
-		for _, c := range cs {
-			if c.Chart.Path != "" {
-				out = append(out, c.Chart.Path)
-			}
-			for _, l := range c.Chart.Libraries {
-				out = append(out, l)
-			}
+	err := walk(fsys, variants, func(c Component) {
+		if c.Chart.Path != "" {
+			out = append(out, c.Chart.Path)
 		}
-	}
-	for _, f := range files {
-		name := path.Dir(f)
-		def, err := Load(fsys, name)
-		if err != nil {
-			return nil, err
+		for _, l := range c.Chart.Libraries {
+			out = append(out, l)
 		}
-		add(def.Components)
-		addons, err := LoadAddons(fsys, name)
-		if err != nil {
-			return nil, err
-		}
+	}, func(addons *Addons) {
 		for _, l := range addons.Libraries {
 			out = append(out, l.Path)
 		}
@@ -372,12 +355,42 @@ func TreePaths(fsys fs.FS, variants map[string]*Variant) ([]string, error) {
 				out = append(out, c.Path)
 			}
 		}
+	})
+	slices.Sort(out)
+	return slices.Compact(out), err
+}
+
+// walk calls component for every component of every bundle of fsys and of
+// every variant, and addons for every bundle's addon catalogue.
+func walk(fsys fs.FS, variants map[string]*Variant, component func(Component), addons func(*Addons)) error {
+	files, err := fs.Glob(fsys, "*/bundle.yaml")
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		name := path.Dir(f)
+		def, err := Load(fsys, name)
+		if err != nil {
+			return err
+		}
+		for _, c := range def.Components {
+			component(c)
+		}
+		if addons == nil {
+			continue
+		}
+		catalogue, err := LoadAddons(fsys, name)
+		if err != nil {
+			return err
+		}
+		addons(catalogue)
 	}
 	for _, v := range variants {
-		add(v.Components)
+		for _, c := range v.Components {
+			component(c)
+		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	return nil
 }
 
 // Under returns whether name is one of dirs or inside one.
@@ -396,27 +409,8 @@ func Under(dirs []string) func(name string) bool {
 // in: those of every bundle's components and addons, every variant's, and
 // Kubernetes' own. A catalog app placed in one of them shares it with them.
 func PlatformNamespaces(fsys fs.FS, variants map[string]*Variant) ([]string, error) {
-	files, err := fs.Glob(fsys, "*/bundle.yaml")
-	if err != nil {
-		return nil, err
-	}
 	out := []string{"default", "kube-node-lease", "kube-public", "kube-system"}
-	add := func(cs []Component) {
-		for _, c := range cs {
-			out = append(out, c.Release.Namespace)
-		}
-	}
-	for _, f := range files {
-		name := path.Dir(f)
-		def, err := Load(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		add(def.Components)
-		addons, err := LoadAddons(fsys, name)
-		if err != nil {
-			return nil, err
-		}
+	err := walk(fsys, variants, func(c Component) { out = append(out, c.Release.Namespace) }, func(addons *Addons) {
 		for _, a := range addons.Addons {
 			for _, c := range a.Components {
 				if c.Install != nil && c.Install.Namespace != "" {
@@ -424,38 +418,17 @@ func PlatformNamespaces(fsys fs.FS, variants map[string]*Variant) ([]string, err
 				}
 			}
 		}
-	}
-	for _, v := range variants {
-		add(v.Components)
-	}
+	})
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	return slices.Compact(out), err
 }
 
 // BootstrapReleases lists the releases ("namespace/name") of every bundle's
 // and variant's components: the operator installs them itself, so no
 // Package may name one.
 func BootstrapReleases(fsys fs.FS, variants map[string]*Variant) ([]string, error) {
-	files, err := fs.Glob(fsys, "*/bundle.yaml")
-	if err != nil {
-		return nil, err
-	}
 	var out []string
-	add := func(cs []Component) {
-		for _, c := range cs {
-			out = append(out, c.Release.Namespace+"/"+c.Release.Name)
-		}
-	}
-	for _, f := range files {
-		def, err := Load(fsys, path.Dir(f))
-		if err != nil {
-			return nil, err
-		}
-		add(def.Components)
-	}
-	for _, v := range variants {
-		add(v.Components)
-	}
+	err := walk(fsys, variants, func(c Component) { out = append(out, c.Release.Namespace+"/"+c.Release.Name) }, nil)
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	return slices.Compact(out), err
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -180,22 +181,17 @@ func (r *Reconciler) pruneIdentity(ctx context.Context, pkg *cozyv1.Package, des
 	// binding of the cluster for what changes only with a catalog app.
 	sel := client.MatchingLabels{PackageLabel: pkg.Name, CatalogAppLabel: "true"}
 	var stale []client.Object
-	var sas corev1.ServiceAccountList
-	if err := r.APIReader.List(ctx, &sas, sel); err != nil {
-		return outcome.Retry(ReasonInternalError, err)
-	}
-	for i := range sas.Items {
-		if !inUse[sas.Items[i].Namespace] {
-			stale = append(stale, &sas.Items[i])
+	for _, list := range []client.ObjectList{&corev1.ServiceAccountList{}, &rbacv1.RoleBindingList{}} {
+		if err := r.APIReader.List(ctx, list, sel); err != nil {
+			return outcome.Retry(ReasonInternalError, err)
 		}
-	}
-	var rbs rbacv1.RoleBindingList
-	if err := r.APIReader.List(ctx, &rbs, sel); err != nil {
-		return outcome.Retry(ReasonInternalError, err)
-	}
-	for i := range rbs.Items {
-		if !inUse[rbs.Items[i].Namespace] {
-			stale = append(stale, &rbs.Items[i])
+		if err := meta.EachListItem(list, func(o runtime.Object) error {
+			if obj := o.(client.Object); !inUse[obj.GetNamespace()] {
+				stale = append(stale, obj)
+			}
+			return nil
+		}); err != nil {
+			return outcome.Retry(ReasonInternalError, err)
 		}
 	}
 	if settled || len(hrs.Items) == 0 {
