@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -152,9 +153,13 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	platform, err := platformNamespaces(loaded, opts.leaderNamespace)
+	platform, err := bundle.PlatformNamespaces(bundles.FS, loaded)
 	if err != nil {
 		return err
+	}
+	platformNamespaces := sets.New(platform...).Insert(flux.Namespace)
+	if opts.leaderNamespace != "" {
+		platformNamespaces.Insert(opts.leaderNamespace)
 	}
 	bootstrapReleases, err := bundle.BootstrapReleases(bundles.FS, loaded)
 	if err != nil {
@@ -261,8 +266,8 @@ func run(ctx context.Context, opts options) error {
 			Puller:             puller,
 			Store:              store,
 			Bundles:            bundles.FS,
-			PlatformNamespaces: platform,
-			BootstrapReleases:  setOf(bootstrapReleases),
+			PlatformNamespaces: platformNamespaces,
+			BootstrapReleases:  sets.New(bootstrapReleases...),
 			Events:             mgr.GetEventRecorder("tenant-operator"),
 		}).SetupWithManager(mgr)
 	}
@@ -309,26 +314,4 @@ func newLock(cfg *rest.Config, opts options) (resourcelock.Interface, error) {
 	}
 	return resourcelock.New(resourcelock.LeasesResourceLock, opts.leaderNamespace, seed.LeaseName,
 		core, coordination, resourcelock.ResourceLockConfig{Identity: opts.leaderIdentity})
-}
-
-// platformNamespaces are the namespaces of the bundles' components and
-// addons, Flux's and the operator's own.
-func platformNamespaces(variants map[string]*bundle.Variant, own string) (map[string]bool, error) {
-	names, err := bundle.PlatformNamespaces(bundles.FS, variants)
-	if err != nil {
-		return nil, err
-	}
-	out := setOf(append(names, flux.Namespace))
-	if own != "" {
-		out[own] = true
-	}
-	return out, nil
-}
-
-func setOf(names []string) map[string]bool {
-	out := make(map[string]bool, len(names))
-	for _, n := range names {
-		out[n] = true
-	}
-	return out
 }

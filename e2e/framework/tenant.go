@@ -62,13 +62,11 @@ func BuildTagged(dir, name, tag string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, name)
-	args := []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", out}
 	if tag != "" {
 		out += "-" + tag
-		args = append(args[:len(args)-1], out, "-tags", tag)
 	}
 	// As `make build` builds them: static and stripped (see the Makefile).
-	cmd := exec.Command("go", append(args, "./cmd/"+name)...)
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-tags", tag, "-o", out, "./cmd/"+name)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -140,29 +138,18 @@ func StartTenant(ctx context.Context, w *world.World, binary string, cfg seed.Co
 	if err != nil {
 		return nil, err
 	}
-	t := &Tenant{World: w, Client: c, Seed: cfg, Binary: binary}
-	objs, err := seed.Objects(cfg)
-	if err != nil {
-		return nil, err
-	}
+	t := &Tenant{World: w, Client: c, Seed: cfg}
 	if err := seed.Apply(ctx, c, cfg); err != nil {
 		return nil, err
 	}
-	if t.Operator, err = w.RunWorkload(ctx, t.Deployment(objs), world.RunOptions{
-		Binaries: map[string]string{seed.DefaultImage: binary},
-	}); err != nil {
+	if err := t.run(ctx, binary); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// RunOperator stops the operator and runs binary in its place, from the
-// same seeded Deployment (the same pod name, so it takes the Lease back at
-// once).
-func (t *Tenant) RunOperator(ctx context.Context, binary string) error {
-	if err := t.Operator.Stop(); err != nil {
-		return err
-	}
+// run runs binary as the operator, from the seeded Deployment.
+func (t *Tenant) run(ctx context.Context, binary string) error {
 	objs, err := seed.Objects(t.Seed)
 	if err != nil {
 		return err
@@ -172,6 +159,16 @@ func (t *Tenant) RunOperator(ctx context.Context, binary string) error {
 		Binaries: map[string]string{seed.DefaultImage: binary},
 	})
 	return err
+}
+
+// RunOperator stops the operator and runs binary in its place, from the
+// same seeded Deployment (the same pod name, so it takes the Lease back at
+// once).
+func (t *Tenant) RunOperator(ctx context.Context, binary string) error {
+	if err := t.Operator.Stop(); err != nil {
+		return err
+	}
+	return t.run(ctx, binary)
 }
 
 // Deployment picks the operator Deployment out of the seed.

@@ -230,6 +230,15 @@ type Choice struct {
 	Values  *apiextensionsv1.JSON
 }
 
+// ChoicesOf reads a TenantBundle's spec.addons as choices.
+func ChoicesOf(spec map[string]tenantv1.AddonSpec) map[string]Choice {
+	out := make(map[string]Choice, len(spec))
+	for name, a := range spec {
+		out[name] = Choice{Enabled: a.Enabled, Values: a.Values}
+	}
+	return out
+}
+
 // Selection is the set of addons to run, dependencies first.
 type Selection struct {
 	Enabled []*Addon

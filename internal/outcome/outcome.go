@@ -89,13 +89,9 @@ func AfterStatusWrite(reconcileErr, writeErr error) error {
 	if writeErr == nil {
 		return reconcileErr
 	}
-	reason, _ := Classify(reconcileErr)
 	if reconcileErr == nil {
-		reason = "StatusWriteFailed"
+		return Retry("StatusWriteFailed", fmt.Errorf("writing status: %w", writeErr))
 	}
-	err := fmt.Errorf("writing status: %w", writeErr)
-	if reconcileErr != nil {
-		err = fmt.Errorf("writing status: %w (reconciling: %s)", writeErr, reconcileErr.Error())
-	}
-	return Retry(reason, err)
+	reason, _ := Classify(reconcileErr)
+	return Retry(reason, fmt.Errorf("writing status: %w (reconciling: %s)", writeErr, reconcileErr.Error()))
 }

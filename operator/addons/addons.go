@@ -47,10 +47,7 @@ func (r *Reconciler) addons(ctx context.Context, obj *tenantv1.TenantBundle) err
 	if err != nil {
 		return outcome.Terminal(tenantv1.ReasonUnknownBundle, "spec.bundle: %v", err)
 	}
-	choices := map[string]bundle.Choice{}
-	for name, a := range obj.Spec.Addons {
-		choices[name] = bundle.Choice{Enabled: a.Enabled, Values: a.Values}
-	}
+	choices := bundle.ChoicesOf(obj.Spec.Addons)
 	sel, err := catalogue.Select(choices)
 	var refused *bundle.RefusedError
 	if errors.As(err, &refused) {

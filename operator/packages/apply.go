@@ -102,7 +102,7 @@ func (r *Reconciler) podSecurity(ctx context.Context, namespaces []string, pkg s
 				catalog = catalog || rel.HR.Labels[CatalogAppLabel] == "true"
 			}
 		}
-		level := podSecurityLevel(privileged, catalog && !r.PlatformNamespaces[name])
+		level := podSecurityLevel(privileged, catalog && !r.PlatformNamespaces.Has(name))
 		cur := &corev1.Namespace{}
 		// Uncached: the operator keeps no informer on namespaces.
 		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, cur); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,11 +58,11 @@ type Reconciler struct {
 	Bundles fs.FS
 	// PlatformNamespaces are those the platform's own components run in
 	// (bundle.PlatformNamespaces).
-	PlatformNamespaces map[string]bool
+	PlatformNamespaces sets.Set[string]
 	// BootstrapReleases are the releases ("namespace/name") the bootstrap
 	// tier installs itself (bundle.BootstrapReleases): no Package may
 	// write a HelmRelease for one.
-	BootstrapReleases map[string]bool
+	BootstrapReleases sets.Set[string]
 	// Events records the moment a Package becomes Stalled (a privileged
 	// app held or refused, invalid configuration). Nil records nothing.
 	Events events.EventRecorder

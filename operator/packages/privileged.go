@@ -30,7 +30,8 @@ type findingsCache struct {
 // classified is what classify learns of one rendering.
 type classified struct {
 	privilege.Result
-	lookup bool
+	// CallsLookup says a template reads the cluster.
+	CallsLookup bool
 }
 
 // classify renders each release with the values Flux will give it (chart
@@ -80,16 +81,15 @@ func (r *Reconciler) classify(pkg *cozyv1.Package, desired []*release, cluster m
 			}
 			for _, t := range lookups {
 				found.Findings = append(found.Findings, "template "+t+" calls lookup: what it renders depends on the cluster when Flux renders it")
-				found.BeyondNamespace, found.lookup = true, true
+				found.BeyondNamespace, found.CallsLookup = true, true
 			}
 			r.findings.put(key, found)
 		}
 		if missPodFindings && !found.BeyondNamespace {
 			found = classified{}
 		}
-		rel.Findings, rel.PrivilegedPods, rel.BeyondNamespace = found.Findings, found.Pods, found.BeyondNamespace
-		rel.Reach, rel.Placed, rel.Defined, rel.CallsLookup = found.Reach, found.Placed, found.Defined, found.lookup
-		if catalogApp && r.PlatformNamespaces[rel.HR.Namespace] {
+		rel.classified = found
+		if catalogApp && r.PlatformNamespaces.Has(rel.HR.Namespace) {
 			// Its rights in the namespace reach the platform's components.
 			rel.Findings = append(slices.Clone(rel.Findings), "installs into namespace "+rel.HR.Namespace+", which the platform's own components run in")
 			rel.BeyondNamespace = true

@@ -13,13 +13,11 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cozystack/tenant-operator/internal/helm"
 	"github.com/cozystack/tenant-operator/internal/outcome"
-	"github.com/cozystack/tenant-operator/internal/privilege"
 	cozyv1 "github.com/cozystack/tenant-operator/operator/apis/cozystack/v1alpha1"
 )
 
@@ -44,19 +42,10 @@ type release struct {
 	Chart     *helm.Chart
 	// Values are the Package's inline values for the component.
 	Values map[string]any
-	// Findings say what makes its rendering privileged (see classify).
-	Findings []string
-	// PrivilegedPods says a pod of its rendering fails the baseline Pod
-	// Security Standard.
-	PrivilegedPods bool
-	// BeyondNamespace says its rendering needs rights beyond its
-	// namespace (see privilege.Result); Reach, Placed and Defined say on
-	// what, CallsLookup that a template reads the cluster.
-	BeyondNamespace bool
-	Reach           []schema.GroupKind
-	Placed          []privilege.Object
-	Defined         map[schema.GroupKind]privilege.Resource
-	CallsLookup     bool
+	// classified says what its rendering does that is privileged: the
+	// findings, whether a pod needs a privileged namespace, what it needs
+	// rights on beyond its namespace (see classify).
+	classified
 }
 
 // Privileged says whether the component needs a confirmation: it declares
@@ -68,7 +57,7 @@ func (rel *release) Privileged() bool {
 // PrivilegedNamespace says whether the component's namespace must allow
 // privileged pods: it declares so, or a pod it renders needs it.
 func (rel *release) PrivilegedNamespace() bool {
-	return rel.Component.Install.Privileged || rel.PrivilegedPods
+	return rel.Component.Install.Privileged || rel.Pods
 }
 
 // desired computes the releases of the Package: every component with
@@ -86,7 +75,7 @@ func (r *Reconciler) desired(ctx context.Context, pkg *cozyv1.Package, ps *cozyv
 		if c.Install.Namespace == "" {
 			return nil, outcome.Terminal(ReasonInvalidConfiguration, "PackageSource %s: variant %s: component %s: install.namespace is required", ps.Name, v.Name, c.Name)
 		}
-		if rn := releaseName(c); r.BootstrapReleases[c.Install.Namespace+"/"+rn] {
+		if rn := releaseName(c); r.BootstrapReleases.Has(c.Install.Namespace + "/" + rn) {
 			return nil, outcome.Terminal(ReasonInvalidConfiguration, "PackageSource %s: variant %s: component %s: release %s/%s is the bootstrap tier's own; install it under another name",
 				ps.Name, v.Name, c.Name, c.Install.Namespace, rn)
 		}

@@ -70,11 +70,7 @@ func (r *Reconciler) addonPackages(tb *tenantv1.TenantBundle) map[string]bool {
 	if err != nil {
 		return out
 	}
-	choices := map[string]bundle.Choice{}
-	for name, a := range tb.Spec.Addons {
-		choices[name] = bundle.Choice{Enabled: a.Enabled, Values: a.Values}
-	}
-	sel, err := catalogue.Select(choices)
+	sel, err := catalogue.Select(bundle.ChoicesOf(tb.Spec.Addons))
 	if err != nil {
 		for i := range catalogue.Addons {
 			out[catalogue.Addons[i].PackageName()] = true
